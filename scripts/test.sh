@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets everything up, then runs every check CI runs: fmt, clippy (host and wasm32),
+# native tests, browser tests (wasm-bindgen-test in headless Chromium), the release
+# build, and a headless-Chromium load of the built page that fails on any console error.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+source scripts/env.sh
+step() { echo; echo "=== $* ==="; }
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "clippy (host)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+step "clippy (wasm32)"
+cargo clippy --target wasm32-unknown-unknown --lib --bins --tests --locked -- -D warnings
+
+step "native tests"
+cargo test --workspace --locked 2>&1 | tee "$PINBENCH_CACHE/native-tests.log"
+awk '/^test result:/ { p += $4; f += $6 } END { printf "native tests: %d passed, %d failed\n", p, f }' "$PINBENCH_CACHE/native-tests.log"
+
+step "browser tests (wasm-bindgen-test, headless Chromium)"
+cargo test --target wasm32-unknown-unknown --locked --test web
+
+step "release build (trunk)"
+trunk build --release
+
+step "page load in headless Chromium"
+node tests/e2e/page_load.mjs dist
+
+echo; echo "all checks passed"

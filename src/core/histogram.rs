@@ -1,0 +1,297 @@
+//! HDR histograms of integer values (µs for latencies, milli-tokens/s for speeds).
+//!
+//! A thin wrapper over the `hdrhistogram` crate (used without its `sync` feature, which
+//! reads the system clock and panics on wasm32). Three significant digits: any quantile is
+//! within 1/1024 (< 0.1%) relative of a value that was recorded at that rank.
+//! Serialised in HdrHistogram's standard V2 + DEFLATE encoding, base64 (standard
+//! alphabet), so any HdrHistogram tool can read a report's histograms.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+
+/// Significant decimal digits kept by every pinbench histogram.
+pub const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// Errors from building, merging or (de)serialising a histogram.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum HistogramError {
+    /// The histogram could not be created (never expected with the fixed settings).
+    #[error("histogram could not be created: {0}")]
+    Create(String),
+    /// Two histograms could not be merged.
+    #[error("histograms could not be merged: {0}")]
+    Merge(String),
+    /// The histogram could not be encoded.
+    #[error("histogram could not be encoded: {0}")]
+    Encode(String),
+    /// The text is not base64 of a V2 (optionally DEFLATE-compressed) HdrHistogram.
+    #[error("histogram could not be decoded: {0}")]
+    Decode(String),
+}
+
+/// An auto-resizing HDR histogram of `u64` values with three significant digits.
+#[derive(Clone, Debug)]
+pub struct Hist {
+    inner: Histogram<u64>,
+}
+
+impl Default for Hist {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialEq for Hist {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.len() == other.inner.len()
+            && self
+                .inner
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .eq(other
+                    .inner
+                    .iter_recorded()
+                    .map(|v| (v.value_iterated_to(), v.count_at_value())))
+    }
+}
+
+impl Hist {
+    /// An empty histogram.
+    pub fn new() -> Self {
+        // `Histogram::new` only fails for sigfig > 5; 3 is a constant.
+        let inner = match Histogram::new(SIGNIFICANT_DIGITS) {
+            Ok(h) => h,
+            Err(_) => unreachable_histogram(),
+        };
+        Self { inner }
+    }
+
+    /// Records one value.
+    pub fn record(&mut self, value: u64) {
+        self.record_n(value, 1);
+    }
+
+    /// Records `count` occurrences of one value.
+    pub fn record_n(&mut self, value: u64, count: u64) {
+        // Auto-resize is on, so this only fails for values beyond the largest trackable
+        // (about 2^63); those are clamped rather than dropped.
+        if count > 0 && self.inner.record_n(value, count).is_err() {
+            self.inner.saturating_record_n(value, count);
+        }
+    }
+
+    /// Adds every value recorded in `other` to `self`.
+    pub fn merge(&mut self, other: &Hist) -> Result<(), HistogramError> {
+        self.inner
+            .add(&other.inner)
+            .map_err(|e| HistogramError::Merge(format!("{e:?}")))
+    }
+
+    /// Number of recorded values.
+    pub fn count(&self) -> u64 {
+        self.inner.len()
+    }
+
+    /// Smallest recorded value (lowest equivalent), `None` when empty.
+    pub fn min(&self) -> Option<u64> {
+        (!self.inner.is_empty()).then(|| self.inner.min())
+    }
+
+    /// Largest recorded value (highest equivalent), `None` when empty.
+    pub fn max(&self) -> Option<u64> {
+        (!self.inner.is_empty()).then(|| self.inner.max())
+    }
+
+    /// Mean of the recorded values (bucket midpoints), rounded to an integer.
+    pub fn mean(&self) -> Option<u64> {
+        (!self.inner.is_empty()).then(|| self.inner.mean().round() as u64)
+    }
+
+    /// The value at quantile `q` in `[0, 1]` (0.99 is p99), `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        if self.inner.is_empty() {
+            None
+        } else if q <= 0.0 {
+            self.min()
+        } else {
+            Some(self.inner.value_at_quantile(q.min(1.0)))
+        }
+    }
+
+    /// Iterates `(value, count)` over every distinct recorded bucket, in value order.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.inner
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+    }
+
+    /// The standard HdrHistogram V2 + DEFLATE encoding, base64.
+    pub fn encode(&self) -> Result<String, HistogramError> {
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&self.inner, &mut bytes)
+            .map_err(|e| HistogramError::Encode(format!("{e:?}")))?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    /// Decodes [`Hist::encode`]'s output (plain V2 is accepted as well).
+    pub fn decode(text: &str) -> Result<Self, HistogramError> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|e| HistogramError::Decode(format!("not base64: {e}")))?;
+        let mut inner: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
+        inner.auto(true);
+        Ok(Self { inner })
+    }
+}
+
+#[cold]
+fn unreachable_histogram() -> ! {
+    // Histogram::new(3) cannot fail; keep the failure path explicit rather than unwrap.
+    panic!("HdrHistogram rejected 3 significant digits")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// splitmix64: a small deterministic generator for the oracle data.
+    struct Rng(u64);
+    impl Rng {
+        fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        /// Uniform in (0, 1).
+        fn unit(&mut self) -> f64 {
+            ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        }
+        fn normal(&mut self) -> f64 {
+            let (u1, u2) = (self.unit(), self.unit());
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        }
+    }
+
+    /// Nearest-rank exact quantile of sorted data.
+    fn exact(sorted: &[u64], q: f64) -> u64 {
+        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+        sorted[rank - 1]
+    }
+
+    fn check_oracle(name: &str, mut data: Vec<u64>) {
+        let mut h = Hist::new();
+        for &v in &data {
+            h.record(v);
+        }
+        data.sort_unstable();
+        assert_eq!(h.count(), data.len() as u64, "{name}: count");
+        for q in [0.0, 0.001, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 1.0] {
+            let want = exact(&data, q) as f64;
+            let got = h.quantile(q).unwrap_or(0) as f64;
+            let rel = if want == 0.0 { got } else { (got - want).abs() / want };
+            assert!(rel <= 0.001, "{name}: q={q} exact={want} hdr={got} rel={rel}");
+        }
+        let min = data[0] as f64;
+        let max = data[data.len() - 1] as f64;
+        assert!((h.min().unwrap_or(0) as f64 - min).abs() <= min * 0.001, "{name}: min");
+        assert!((h.max().unwrap_or(0) as f64 - max).abs() <= max * 0.001, "{name}: max");
+        let mean = data.iter().map(|&v| v as f64).sum::<f64>() / data.len() as f64;
+        let hmean = h.mean().unwrap_or(0) as f64;
+        assert!((hmean - mean).abs() <= mean * 0.001 + 1.0, "{name}: mean {hmean} vs {mean}");
+    }
+
+    const N: usize = 1_000_000;
+
+    #[test]
+    fn quantiles_match_exact_oracle_constant() {
+        check_oracle("constant", vec![12_345; N]);
+    }
+
+    #[test]
+    fn quantiles_match_exact_oracle_uniform() {
+        let mut r = Rng(1);
+        check_oracle("uniform", (0..N).map(|_| 1 + r.next_u64() % 10_000_000).collect());
+    }
+
+    #[test]
+    fn quantiles_match_exact_oracle_exponential() {
+        let mut r = Rng(2);
+        check_oracle(
+            "exponential",
+            (0..N).map(|_| (1.0 - r.unit().ln() * 20_000.0) as u64).collect(),
+        );
+    }
+
+    #[test]
+    fn quantiles_match_exact_oracle_lognormal() {
+        let mut r = Rng(3);
+        check_oracle(
+            "lognormal",
+            (0..N).map(|_| (1.0 + (9.0 + 1.5 * r.normal()).exp()) as u64).collect(),
+        );
+    }
+
+    #[test]
+    fn empty_histogram_has_no_quantiles() {
+        let h = Hist::new();
+        assert_eq!((h.count(), h.min(), h.max(), h.mean(), h.quantile(0.5)), (0, None, None, None, None));
+    }
+
+    #[test]
+    fn encoding_round_trips_and_is_standard_v2_deflate() {
+        let mut h = Hist::new();
+        for v in [1u64, 7, 7, 1000, 123_456, 9_999_999_999] {
+            h.record(v);
+        }
+        let text = h.encode().expect("encode");
+        let bytes = base64::engine::general_purpose::STANDARD.decode(&text).expect("b64");
+        // V2 compressed cookie (0x1c849304 | word size 0x10), big-endian, as HdrHistogram Java writes it.
+        assert_eq!(&bytes[..4], &[0x1c, 0x84, 0x93, 0x14]);
+        let back = Hist::decode(&text).expect("decode");
+        assert_eq!(back, h);
+        assert_eq!(back.quantile(0.5), h.quantile(0.5));
+    }
+
+    #[test]
+    fn decoding_garbage_is_an_error() {
+        assert!(matches!(Hist::decode("%%%"), Err(HistogramError::Decode(_))));
+        assert!(matches!(Hist::decode("AAAAAAAA"), Err(HistogramError::Decode(_))));
+    }
+
+    fn hist_of(values: &[u64]) -> Hist {
+        let mut h = Hist::new();
+        for &v in values {
+            h.record(v);
+        }
+        h
+    }
+
+    proptest! {
+        #[test]
+        fn merge_is_commutative_associative_and_conserves_counts(
+            a in proptest::collection::vec(0u64..50_000_000, 0..200),
+            b in proptest::collection::vec(0u64..50_000_000, 0..200),
+            c in proptest::collection::vec(0u64..5_000, 0..200),
+        ) {
+            let (ha, hb, hc) = (hist_of(&a), hist_of(&b), hist_of(&c));
+            let mut ab = ha.clone(); ab.merge(&hb).expect("merge");
+            let mut ba = hb.clone(); ba.merge(&ha).expect("merge");
+            prop_assert_eq!(&ab, &ba);
+            prop_assert_eq!(ab.count(), (a.len() + b.len()) as u64);
+            let mut ab_c = ab.clone(); ab_c.merge(&hc).expect("merge");
+            let mut bc = hb.clone(); bc.merge(&hc).expect("merge");
+            let mut a_bc = ha.clone(); a_bc.merge(&bc).expect("merge");
+            prop_assert_eq!(&ab_c, &a_bc);
+            prop_assert_eq!(ab_c.count(), (a.len() + b.len() + c.len()) as u64);
+            let all: Vec<u64> = a.iter().chain(&b).chain(&c).copied().collect();
+            prop_assert_eq!(&ab_c, &hist_of(&all));
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The pure core: everything that turns bytes on the wire into numbers and numbers
+//! into a signed report. Nothing here touches a browser, a clock or a random source.
+
+pub mod dialect;
+pub mod histogram;
+pub mod metrics;
+pub mod pins;
+pub mod record;
+pub mod report;
+pub mod sign;
+pub mod sse;

@@ -1,0 +1,764 @@
+//! Per-request records: what the client observed for one request, with its own clock
+//! (integer µs), and the accumulator that builds a record from timed stream bytes.
+//!
+//! Token accounting (DESIGN §2): a *token chunk* is a chunk that carries generated text
+//! or, with continuous usage, raises `completion_tokens`. Role-only, empty, finish-only
+//! and usage-only chunks are not token chunks. Without per-chunk usage each text delta
+//! counts one token; at the end that count is reconciled with `usage.completion_tokens`
+//! and, when they differ (the server coalesces tokens), the per-chunk counts are
+//! re-estimated and the record says so ([`TokenCounts::EstimatedCoalesced`]).
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use super::dialect::{self, Dialect, ServerTimings, StreamEvent, Usage};
+use super::sse::{SseDecoder, SseError};
+
+/// One token-carrying chunk: its arrival time and how many tokens it carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenChunk {
+    /// Arrival time, client clock, µs.
+    pub t_us: u64,
+    /// Tokens carried (≥ 1).
+    pub tokens: u32,
+}
+
+/// How the per-chunk token counts were obtained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenCounts {
+    /// Usage in every chunk (vLLM `continuous_usage_stats`): exact.
+    ExactContinuousUsage,
+    /// One per delta, and the total equals `usage.completion_tokens`: exact.
+    ExactDeltasMatchUsage,
+    /// One per delta; the server sent no usage to check against.
+    UnverifiedNoUsage,
+    /// Deltas disagreed with usage (the server coalesces tokens): the total is the
+    /// server's, the per-chunk split is estimated evenly.
+    EstimatedCoalesced,
+}
+
+impl TokenCounts {
+    /// Whether per-chunk token counts are exact.
+    pub fn is_exact(self) -> bool {
+        matches!(
+            self,
+            TokenCounts::ExactContinuousUsage | TokenCounts::ExactDeltasMatchUsage
+        )
+    }
+}
+
+/// How a request ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Outcome {
+    /// Completed normally.
+    Ok,
+    /// A non-2xx HTTP status (e.g. 401, 429, 500).
+    Http {
+        /// The status code.
+        status: u16,
+        /// The server's error message, if it sent one.
+        message: String,
+    },
+    /// The request failed below HTTP (unreachable, CORS refusal, connection reset).
+    Network {
+        /// What the browser said.
+        message: String,
+    },
+    /// The server sent an error object inside the stream.
+    StreamError {
+        /// The error message.
+        message: String,
+    },
+    /// No byte arrived for longer than the stall timeout.
+    Stalled {
+        /// The timeout that fired, µs.
+        timeout_us: u64,
+    },
+    /// The user stopped the run while the request was in flight.
+    Aborted,
+    /// The stream ended without a finish reason or `[DONE]`.
+    Truncated,
+    /// The server replied without streaming (not `text/event-stream`).
+    NotStreaming,
+}
+
+impl Outcome {
+    /// Short stable name of the outcome kind (used to count errors by kind).
+    pub fn kind(&self) -> String {
+        match self {
+            Outcome::Ok => "ok".into(),
+            Outcome::Http { status, .. } => format!("http_{status}"),
+            Outcome::Network { .. } => "network".into(),
+            Outcome::StreamError { .. } => "stream_error".into(),
+            Outcome::Stalled { .. } => "stalled".into(),
+            Outcome::Aborted => "aborted".into(),
+            Outcome::Truncated => "truncated".into(),
+            Outcome::NotStreaming => "not_streaming".into(),
+        }
+    }
+
+    /// Whether the request completed normally.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Outcome::Ok)
+    }
+}
+
+/// Non-fatal irregularities in one response. None of them is silent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Anomalies {
+    /// Chunks whose data was not JSON (their content is lost; usage reconciliation shows
+    /// whether tokens were in them).
+    pub invalid_json: u32,
+    /// Chunks of an unexpected shape.
+    pub unexpected_shape: u32,
+    /// SSE lines that were not UTF-8.
+    pub invalid_utf8_lines: u32,
+    /// SSE lines over the length limit (discarded).
+    pub line_too_long: u32,
+    /// The stream ended without `data: [DONE]`.
+    pub missing_done: bool,
+    /// Events received after `[DONE]`.
+    pub events_after_done: u32,
+    /// The stream ended inside an event; its data was still parsed.
+    pub truncated_event: bool,
+}
+
+impl Anomalies {
+    /// Whether nothing irregular was seen.
+    pub fn is_clean(&self) -> bool {
+        *self == Anomalies::default()
+    }
+}
+
+/// Browser Resource Timing for the request, on the same clock as `t_send_us`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireTiming {
+    /// When the browser started connecting (equals `request_start_us` on a reused connection).
+    pub connect_start_us: u64,
+    /// When the request went on the wire (`requestStart`).
+    pub request_start_us: u64,
+    /// When the first response byte arrived (`responseStart`).
+    pub response_start_us: u64,
+}
+
+/// Everything the client observed for one request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestRecord {
+    /// Dispatch order within the run (0-based, over all sweep steps).
+    pub index: u32,
+    /// Sweep step (0 when the run is not a sweep).
+    pub step: u32,
+    /// Prompt tokens this request was built to have.
+    pub prompt_tokens_requested: u32,
+    /// Output tokens requested (`max_tokens`).
+    pub output_tokens_requested: u32,
+    /// Just before `fetch`, µs.
+    pub t_send_us: u64,
+    /// Response headers received, µs.
+    pub t_headers_us: Option<u64>,
+    /// Stream ended (or failed), µs.
+    pub t_done_us: Option<u64>,
+    /// HTTP status.
+    pub status: Option<u16>,
+    /// Token chunks in arrival order (stored compactly, see [`chunk_codec`]).
+    #[serde(with = "chunk_codec")]
+    pub chunks: Vec<TokenChunk>,
+    /// How exact the per-chunk counts are.
+    pub token_counts: TokenCounts,
+    /// Text deltas received (before any reconciliation).
+    pub deltas: u32,
+    /// Server-reported usage.
+    pub usage: Option<Usage>,
+    /// The finish reason.
+    pub finish_reason: Option<String>,
+    /// The server's own timings (llama.cpp).
+    pub server_timings: Option<ServerTimings>,
+    /// `nextHopProtocol` (`h2`, `http/1.1`), when the browser exposes it.
+    pub protocol: Option<String>,
+    /// Resource Timing, when the browser exposes it.
+    pub wire: Option<WireTiming>,
+    /// How the request ended.
+    pub outcome: Outcome,
+    /// Irregularities.
+    pub anomalies: Anomalies,
+}
+
+impl RequestRecord {
+    /// Generated tokens: the server's count when it gave one, else the chunks' sum.
+    pub fn output_tokens(&self) -> u64 {
+        match (self.usage, self.token_counts) {
+            (Some(u), _) => u.completion_tokens,
+            (None, _) => self.chunk_tokens(),
+        }
+    }
+
+    /// Sum of the token chunks' counts.
+    pub fn chunk_tokens(&self) -> u64 {
+        self.chunks.iter().map(|c| u64::from(c.tokens)).sum()
+    }
+
+    /// When the request was really on the wire (Resource Timing), else `t_send_us`.
+    pub fn t_active_us(&self) -> u64 {
+        self.wire
+            .map(|w| w.request_start_us.max(self.t_send_us))
+            .unwrap_or(self.t_send_us)
+    }
+
+    /// End of the request's life (`t_done_us`, else its last chunk, else `t_send_us`).
+    pub fn t_end_us(&self) -> u64 {
+        self.t_done_us
+            .or_else(|| self.chunks.last().map(|c| c.t_us))
+            .unwrap_or(self.t_send_us)
+    }
+}
+
+/// Compact storage of token chunks: base64 of DEFLATE of LEB128 varints, pairs of
+/// (µs since the previous chunk — the first since `t_send` is not known here, so since 0
+/// — and tokens). A 4,000-token stream takes a few KB.
+pub mod chunk_codec {
+    use super::*;
+    use flate2::{read::DeflateDecoder, write::DeflateEncoder, Compression};
+    use std::io::{Read, Write};
+
+    /// Largest decoded size accepted (guards against decompression bombs): 64 MiB.
+    const MAX_DECODED: u64 = 64 << 20;
+
+    fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    fn get_varint(bytes: &[u8], pos: &mut usize) -> Result<u64, String> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *bytes.get(*pos).ok_or("chunk data ends inside a number")?;
+            *pos += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err("chunk data has an over-long number".into())
+    }
+
+    /// Encodes chunks as text.
+    pub fn encode(chunks: &[TokenChunk]) -> String {
+        let mut raw = Vec::with_capacity(chunks.len() * 3);
+        let mut prev = 0u64;
+        for c in chunks {
+            put_varint(&mut raw, c.t_us.saturating_sub(prev));
+            put_varint(&mut raw, u64::from(c.tokens));
+            prev = c.t_us;
+        }
+        let mut enc = DeflateEncoder::new(Vec::new(), Compression::default());
+        // Writing to a Vec cannot fail.
+        let _ = enc.write_all(&raw);
+        let compressed = enc.finish().unwrap_or_default();
+        base64::engine::general_purpose::STANDARD.encode(compressed)
+    }
+
+    /// Decodes [`encode`]'s text.
+    pub fn decode(text: &str) -> Result<Vec<TokenChunk>, String> {
+        let compressed = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("chunk data is not base64: {e}"))?;
+        let mut raw = Vec::new();
+        DeflateDecoder::new(compressed.as_slice())
+            .take(MAX_DECODED)
+            .read_to_end(&mut raw)
+            .map_err(|e| format!("chunk data is not DEFLATE: {e}"))?;
+        let mut out = Vec::new();
+        let mut pos = 0;
+        let mut t = 0u64;
+        while pos < raw.len() {
+            let dt = get_varint(&raw, &mut pos)?;
+            let tokens = get_varint(&raw, &mut pos)?;
+            t = t.checked_add(dt).ok_or("chunk time overflows")?;
+            let tokens = u32::try_from(tokens).map_err(|_| "chunk token count too large")?;
+            out.push(TokenChunk { t_us: t, tokens });
+        }
+        Ok(out)
+    }
+
+    /// serde adapter.
+    pub fn serialize<S: serde::Serializer>(chunks: &[TokenChunk], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&encode(chunks))
+    }
+
+    /// serde adapter.
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<TokenChunk>, D::Error> {
+        let text = String::deserialize(d)?;
+        decode(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// How the response body ended, as seen by the browser glue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The body ended normally (EOF).
+    Eof,
+    /// The request failed; the outcome says how.
+    Failed(Outcome),
+}
+
+/// Builds a [`RequestRecord`] from timed events of one streaming response.
+#[derive(Debug)]
+pub struct RequestTimeline {
+    rec: RequestRecord,
+    dialect: Dialect,
+    sse: SseDecoder,
+    streaming: bool,
+    continuous: bool,
+    /// Usage increments seen on chunks without text, before continuous usage was known.
+    usage_only: Vec<TokenChunk>,
+    last_usage_completion: u64,
+    done: bool,
+    stream_error: Option<String>,
+}
+
+impl RequestTimeline {
+    /// Starts a timeline; `t_send_us` is taken just before `fetch`.
+    pub fn new(
+        index: u32,
+        step: u32,
+        dialect: Dialect,
+        prompt_tokens_requested: u32,
+        output_tokens_requested: u32,
+        t_send_us: u64,
+    ) -> Self {
+        Self {
+            rec: RequestRecord {
+                index,
+                step,
+                prompt_tokens_requested,
+                output_tokens_requested,
+                t_send_us,
+                t_headers_us: None,
+                t_done_us: None,
+                status: None,
+                chunks: Vec::new(),
+                token_counts: TokenCounts::UnverifiedNoUsage,
+                deltas: 0,
+                usage: None,
+                finish_reason: None,
+                server_timings: None,
+                protocol: None,
+                wire: None,
+                outcome: Outcome::Ok,
+                anomalies: Anomalies::default(),
+            },
+            dialect,
+            sse: SseDecoder::default(),
+            streaming: true,
+            continuous: false,
+            usage_only: Vec::new(),
+            last_usage_completion: 0,
+            done: false,
+            stream_error: None,
+        }
+    }
+
+    /// Response headers arrived.
+    pub fn on_headers(&mut self, t_us: u64, status: u16, content_type: Option<&str>) {
+        self.rec.t_headers_us = Some(t_us);
+        self.rec.status = Some(status);
+        self.streaming = content_type
+            .map(|c| c.to_ascii_lowercase().contains("text/event-stream"))
+            .unwrap_or(false);
+    }
+
+    /// Whether `[DONE]` has been received.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Tokens counted so far (for live views).
+    pub fn tokens_so_far(&self) -> u64 {
+        self.rec.chunk_tokens()
+    }
+
+    /// Time of the first token chunk, if any (for live views).
+    pub fn first_token_us(&self) -> Option<u64> {
+        self.rec.chunks.first().map(|c| c.t_us)
+    }
+
+    /// Body bytes arrived at `t_us`.
+    pub fn on_bytes(&mut self, t_us: u64, bytes: &[u8]) {
+        if !self.streaming {
+            return;
+        }
+        for item in self.sse.push(bytes) {
+            match item {
+                Ok(ev) => self.on_event(t_us, &ev.event, &ev.data),
+                Err(SseError::LineTooLong { .. }) => self.rec.anomalies.line_too_long += 1,
+                Err(SseError::Truncated { .. }) => {}
+            }
+        }
+    }
+
+    fn on_event(&mut self, t_us: u64, event: &str, data: &str) {
+        if self.done {
+            self.rec.anomalies.events_after_done += 1;
+            return;
+        }
+        match dialect::parse_event(self.dialect, event, data) {
+            Ok(StreamEvent::Done) => self.done = true,
+            Ok(StreamEvent::Error(e)) => {
+                self.stream_error.get_or_insert(e.message);
+            }
+            Ok(StreamEvent::Chunk(c)) => {
+                let mut tokens = 0u64;
+                if let Some(u) = c.usage {
+                    let increment = u.completion_tokens.saturating_sub(self.last_usage_completion);
+                    if !self.continuous && c.has_text() {
+                        // Usage on a text chunk: the server streams usage with every chunk.
+                        // Earlier usage-only increments were tokens too (text held back by
+                        // the detokenizer): they become token chunks now.
+                        self.continuous = true;
+                        self.rec.chunks.append(&mut self.usage_only);
+                        self.rec.chunks.sort_by_key(|c| c.t_us);
+                    }
+                    if self.continuous {
+                        tokens = increment;
+                    } else if increment > 0 && c.has_choices && c.finish_reason.is_none() {
+                        self.usage_only.push(TokenChunk {
+                            t_us,
+                            tokens: u32::try_from(increment).unwrap_or(u32::MAX),
+                        });
+                    }
+                    self.last_usage_completion = u.completion_tokens;
+                    self.rec.usage = Some(u);
+                }
+                if c.has_text() {
+                    self.rec.deltas += 1;
+                    if !self.continuous {
+                        tokens = 1;
+                    }
+                }
+                if tokens > 0 {
+                    self.rec.chunks.push(TokenChunk {
+                        t_us,
+                        tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+                    });
+                }
+                if c.finish_reason.is_some() {
+                    self.rec.finish_reason = c.finish_reason;
+                }
+                if c.timings.is_some() {
+                    self.rec.server_timings = c.timings;
+                }
+            }
+            Err(dialect::DialectError::InvalidJson(_)) => self.rec.anomalies.invalid_json += 1,
+            Err(dialect::DialectError::UnexpectedShape(_)) => {
+                self.rec.anomalies.unexpected_shape += 1
+            }
+        }
+    }
+
+    /// Ends the timeline at `t_us` and returns the record.
+    pub fn finish(mut self, t_us: u64, end: StreamEnd) -> RequestRecord {
+        if let Some(SseError::Truncated {
+            pending_data,
+            partial_line,
+        }) = self.sse.finish()
+        {
+            self.rec.anomalies.truncated_event = true;
+            let mut data = pending_data;
+            if let Some(rest) = partial_line.strip_prefix("data:") {
+                data.push_str(rest.strip_prefix(' ').unwrap_or(rest));
+            } else if data.ends_with('\n') {
+                data.pop();
+            }
+            if !data.is_empty() {
+                self.on_event(t_us, "message", &data);
+            }
+        }
+        self.rec.anomalies.invalid_utf8_lines = self.sse.anomalies().invalid_utf8_lines;
+        self.rec.t_done_us = Some(t_us);
+        self.rec.outcome = match end {
+            StreamEnd::Failed(o) => o,
+            StreamEnd::Eof if !self.streaming => Outcome::NotStreaming,
+            StreamEnd::Eof => {
+                if let Some(message) = self.stream_error.take() {
+                    Outcome::StreamError { message }
+                } else if self.done {
+                    Outcome::Ok
+                } else if self.rec.finish_reason.is_some() {
+                    self.rec.anomalies.missing_done = true;
+                    Outcome::Ok
+                } else {
+                    self.rec.anomalies.missing_done = true;
+                    Outcome::Truncated
+                }
+            }
+        };
+        self.reconcile();
+        self.rec
+    }
+
+    fn reconcile(&mut self) {
+        let rec = &mut self.rec;
+        rec.token_counts = match (self.continuous, rec.usage) {
+            (true, _) => TokenCounts::ExactContinuousUsage,
+            (false, None) => TokenCounts::UnverifiedNoUsage,
+            (false, Some(u)) if u.completion_tokens == rec.chunk_tokens() => {
+                TokenCounts::ExactDeltasMatchUsage
+            }
+            (false, Some(u)) => {
+                // Spread the server's total evenly over the chunks (chunk i gets
+                // floor((i+1)U/K) - floor(iU/K)); chunks that get 0 are dropped.
+                let k = rec.chunks.len() as u64;
+                if k > 0 {
+                    let total = u.completion_tokens;
+                    let mut out = Vec::with_capacity(rec.chunks.len());
+                    for (i, c) in rec.chunks.iter().enumerate() {
+                        let i = i as u64;
+                        let n = (i + 1) * total / k - i * total / k;
+                        if n > 0 {
+                            out.push(TokenChunk {
+                                t_us: c.t_us,
+                                tokens: u32::try_from(n).unwrap_or(u32::MAX),
+                            });
+                        }
+                    }
+                    rec.chunks = out;
+                }
+                TokenCounts::EstimatedCoalesced
+            }
+        };
+    }
+}
+
+/// The message of an OpenAI-style error body (`{"error":{"message":…}}`), else the text.
+pub fn error_message_from_body(body: &str) -> String {
+    let trimmed: String = body.chars().take(500).collect();
+    match serde_json::from_str::<serde_json::Value>(body) {
+        Ok(v) => match v.get("error") {
+            Some(serde_json::Value::Object(o)) => o
+                .get("message")
+                .and_then(|m| m.as_str())
+                .map(str::to_owned)
+                .unwrap_or(trimmed),
+            Some(serde_json::Value::String(s)) => s.clone(),
+            _ => trimmed,
+        },
+        Err(_) => trimmed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn run(dialect: Dialect, events: &[(u64, &str)], end_t: u64) -> RequestRecord {
+        let mut tl = RequestTimeline::new(0, 0, dialect, 8, 4, 1_000);
+        tl.on_headers(1_500, 200, Some("text/event-stream; charset=utf-8"));
+        for (t, bytes) in events {
+            tl.on_bytes(*t, bytes.as_bytes());
+        }
+        tl.finish(end_t, StreamEnd::Eof)
+    }
+
+    fn ts(rec: &RequestRecord) -> Vec<(u64, u32)> {
+        rec.chunks.iter().map(|c| (c.t_us, c.tokens)).collect()
+    }
+
+    #[test]
+    fn one_token_per_delta_reconciled_with_final_usage() {
+        let rec = run(
+            Dialect::Chat,
+            &[
+                (2_000, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"),
+                (3_000, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n"),
+                (4_000, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"b\"}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"c\"}}]}\n\n"),
+                (5_000, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n"),
+                (5_100, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n"),
+            ],
+            5_200,
+        );
+        assert_eq!(ts(&rec), vec![(3_000, 1), (4_000, 1), (4_000, 1)]);
+        assert_eq!(rec.token_counts, TokenCounts::ExactDeltasMatchUsage);
+        assert_eq!(rec.outcome, Outcome::Ok);
+        assert_eq!(rec.output_tokens(), 3);
+        assert!(rec.anomalies.is_clean(), "{:?}", rec.anomalies);
+        assert_eq!(rec.finish_reason.as_deref(), Some("length"));
+    }
+
+    #[test]
+    fn continuous_usage_gives_exact_multi_token_chunks() {
+        let rec = run(
+            Dialect::Completions,
+            &[
+                (2_000, "data: {\"choices\":[{\"index\":0,\"text\":\"ab\"}],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":2}}\n\n"),
+                (3_000, "data: {\"choices\":[{\"index\":0,\"text\":\"\"}],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":3}}\n\n"),
+                (4_000, "data: {\"choices\":[{\"index\":0,\"text\":\"cdef\",\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":7}}\n\n"),
+                (4_100, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":7}}\n\ndata: [DONE]\n\n"),
+            ],
+            4_200,
+        );
+        assert_eq!(ts(&rec), vec![(2_000, 2), (3_000, 1), (4_000, 4)]);
+        assert_eq!(rec.token_counts, TokenCounts::ExactContinuousUsage);
+        assert_eq!(rec.output_tokens(), 7);
+    }
+
+    #[test]
+    fn continuous_usage_with_a_text_less_first_token() {
+        let rec = run(
+            Dialect::Completions,
+            &[
+                (1_900, "data: {\"choices\":[{\"index\":0,\"text\":\"\"}],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":0}}\n\n"),
+                (2_000, "data: {\"choices\":[{\"index\":0,\"text\":\"\"}],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":1}}\n\n"),
+                (3_000, "data: {\"choices\":[{\"index\":0,\"text\":\"\u{e9}\"}],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":2}}\n\n"),
+                (3_100, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n"),
+            ],
+            3_200,
+        );
+        assert_eq!(ts(&rec), vec![(2_000, 1), (3_000, 1)]);
+        assert_eq!(rec.token_counts, TokenCounts::ExactContinuousUsage);
+    }
+
+    #[test]
+    fn llama_style_usage_in_final_choice_chunk() {
+        let rec = run(
+            Dialect::Completions,
+            &[
+                (2_000, "data: {\"choices\":[{\"index\":0,\"text\":\"x\",\"finish_reason\":null}]}\n\n"),
+                (3_000, "data: {\"choices\":[{\"index\":0,\"text\":\"y\",\"finish_reason\":null}]}\n\n"),
+                (4_000, "data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":2},\"timings\":{\"prompt_n\":8,\"prompt_ms\":1.0,\"predicted_n\":2,\"predicted_ms\":2.5}}\n\ndata: [DONE]\n\n"),
+            ],
+            4_100,
+        );
+        assert_eq!(ts(&rec), vec![(2_000, 1), (3_000, 1)]);
+        assert_eq!(rec.token_counts, TokenCounts::ExactDeltasMatchUsage);
+        assert_eq!(rec.server_timings.map(|t| t.predicted_us), Some(2_500));
+    }
+
+    #[test]
+    fn coalescing_server_is_flagged_and_spread() {
+        let rec = run(
+            Dialect::Completions,
+            &[
+                (2_000, "data: {\"choices\":[{\"index\":0,\"text\":\"abcd\"}]}\n\n"),
+                (3_000, "data: {\"choices\":[{\"index\":0,\"text\":\"efgh\"}]}\n\n"),
+                (4_000, "data: {\"choices\":[{\"index\":0,\"text\":\"ij\",\"finish_reason\":\"length\"}]}\n\n"),
+                (4_100, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":10}}\n\ndata: [DONE]\n\n"),
+            ],
+            4_200,
+        );
+        assert_eq!(rec.token_counts, TokenCounts::EstimatedCoalesced);
+        assert_eq!(ts(&rec), vec![(2_000, 3), (3_000, 3), (4_000, 4)]);
+        assert_eq!(rec.chunk_tokens(), 10);
+        assert_eq!(rec.deltas, 3);
+    }
+
+    #[test]
+    fn malformed_and_truncated_streams_are_recorded_not_dropped() {
+        let rec = run(
+            Dialect::Completions,
+            &[
+                (2_000, "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n"),
+                (3_000, "data: {oops\n\n"),
+                (4_000, "data: {\"choices\":[{\"index\":0,\"text\":\"y\"}]}"),
+            ],
+            5_000,
+        );
+        assert_eq!(rec.anomalies.invalid_json, 1);
+        assert!(rec.anomalies.truncated_event && rec.anomalies.missing_done);
+        assert_eq!(ts(&rec), vec![(2_000, 1), (5_000, 1)]);
+        assert_eq!(rec.outcome, Outcome::Truncated);
+        assert_eq!(rec.token_counts, TokenCounts::UnverifiedNoUsage);
+    }
+
+    #[test]
+    fn error_event_and_missing_done() {
+        let rec = run(
+            Dialect::Chat,
+            &[(2_000, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n")],
+            3_000,
+        );
+        assert_eq!(rec.outcome, Outcome::StreamError { message: "overloaded".into() });
+        assert_eq!(rec.outcome.kind(), "stream_error");
+        let ok_no_done = run(
+            Dialect::Chat,
+            &[(2_000, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n")],
+            3_000,
+        );
+        assert_eq!(ok_no_done.outcome, Outcome::Ok);
+        assert!(ok_no_done.anomalies.missing_done);
+    }
+
+    #[test]
+    fn events_after_done_and_non_streaming() {
+        let rec = run(Dialect::Completions, &[(2_000, "data: [DONE]\n\ndata: {\"choices\":[{\"text\":\"late\"}]}\n\n")], 3_000);
+        assert_eq!(rec.anomalies.events_after_done, 1);
+        assert!(rec.chunks.is_empty());
+        let mut tl = RequestTimeline::new(3, 0, Dialect::Chat, 8, 4, 10);
+        tl.on_headers(20, 200, Some("application/json"));
+        tl.on_bytes(30, b"{\"choices\":[]}");
+        let rec = tl.finish(40, StreamEnd::Eof);
+        assert_eq!(rec.outcome, Outcome::NotStreaming);
+        let tl = RequestTimeline::new(4, 0, Dialect::Chat, 8, 4, 10);
+        let rec = tl.finish(50, StreamEnd::Failed(Outcome::Http { status: 429, message: "slow down".into() }));
+        assert_eq!(rec.outcome.kind(), "http_429");
+    }
+
+    #[test]
+    fn error_bodies_give_their_message() {
+        assert_eq!(error_message_from_body(r#"{"error":{"message":"bad key","type":"auth"}}"#), "bad key");
+        assert_eq!(error_message_from_body("plain text"), "plain text");
+    }
+
+    #[test]
+    fn record_serde_round_trip_with_compact_chunks() {
+        let rec = run(
+            Dialect::Completions,
+            &[(2_000, "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n"), (2_345, "data: {\"choices\":[{\"index\":0,\"text\":\"y\"}]}\n\ndata: [DONE]\n\n")],
+            2_400,
+        );
+        let json = serde_json::to_string(&rec).expect("ser");
+        let back: RequestRecord = serde_json::from_str(&json).expect("de");
+        assert_eq!(back, rec);
+        let mut v: serde_json::Value = serde_json::from_str(&json).expect("v");
+        v["surprise"] = serde_json::json!(1);
+        assert!(serde_json::from_value::<RequestRecord>(v).is_err(), "unknown fields are rejected");
+    }
+
+    #[test]
+    fn chunk_codec_rejects_garbage() {
+        assert!(chunk_codec::decode("@@").is_err());
+        assert!(chunk_codec::decode("AAAA").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn chunk_codec_round_trips(deltas in proptest::collection::vec((0u64..10_000_000, 1u32..5000), 0..300)) {
+            let mut t = 0;
+            let chunks: Vec<TokenChunk> = deltas.into_iter().map(|(d, n)| { t += d; TokenChunk { t_us: t, tokens: n } }).collect();
+            prop_assert_eq!(chunk_codec::decode(&chunk_codec::encode(&chunks)).expect("decodes"), chunks);
+        }
+
+        #[test]
+        fn timeline_is_independent_of_byte_split(cut in 0usize..400) {
+            let body = "data: {\"choices\":[{\"index\":0,\"text\":\"\u{e9}\"}]}\r\n\r\ndata: {\"choices\":[{\"index\":0,\"text\":\"b\",\"finish_reason\":\"length\"}]}\r\n\r\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\r\n\r\ndata: [DONE]\r\n\r\n";
+            let bytes = body.as_bytes();
+            let cut = cut % bytes.len();
+            let mut tl = RequestTimeline::new(0, 0, Dialect::Completions, 1, 2, 0);
+            tl.on_headers(1, 200, Some("text/event-stream"));
+            tl.on_bytes(10, &bytes[..cut]);
+            tl.on_bytes(10, &bytes[cut..]);
+            let rec = tl.finish(20, StreamEnd::Eof);
+            prop_assert_eq!(rec.chunk_tokens(), 2);
+            prop_assert_eq!(rec.outcome, Outcome::Ok);
+            prop_assert!(rec.anomalies.is_clean());
+        }
+    }
+}

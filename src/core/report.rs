@@ -1,0 +1,523 @@
+//! Report v1: one JSON document with the pins, the client verdict, every request's record,
+//! the summary and an Ed25519 signature.
+//!
+//! ```text
+//! { "schema": "pinbench.report/v1", "body": { … }, "signature": { "alg": "Ed25519", … } }
+//! ```
+//!
+//! The signature covers the RFC 8785 canonical bytes of the document without its
+//! `signature` member (i.e. `{"body":…,"schema":…}`). Verification works on the parsed
+//! JSON value, not on a re-serialised struct, so nothing the file says escapes it. Stored
+//! numbers are integers (µs, tokens, ×1000 rates) except the sampling temperature.
+//! The summary can be recomputed from the records; [`recompute`] lists any mismatch.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::histogram::Hist;
+use super::metrics::{self, ClientEnv, ClientVerdict, MetricsPlan, Slo, Summary};
+use super::pins::RunConfig;
+use super::record::RequestRecord;
+use super::sign::{self, KeyPair, SignError};
+
+/// The schema tag of this version.
+pub const SCHEMA: &str = "pinbench.report/v1";
+
+/// Largest report accepted, bytes.
+pub const MAX_REPORT_BYTES: usize = 64 << 20;
+
+/// Largest integer a report may hold: JCS compares numbers as IEEE doubles, so larger
+/// integers could be changed without changing the signed bytes.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// The signature algorithm name.
+pub const ALG: &str = "Ed25519";
+
+/// Errors of this module.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ReportError {
+    /// The file is larger than [`MAX_REPORT_BYTES`].
+    #[error("report is {size} bytes, over the {limit}-byte limit")]
+    TooLarge {
+        /// Its size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Not JSON (or nested too deeply).
+    #[error("report is not valid JSON: {0}")]
+    Json(String),
+    /// Not a pinbench report of this version.
+    #[error("unsupported report schema {found:?} (this viewer reads {SCHEMA:?})")]
+    WrongSchema {
+        /// The schema found (empty when missing).
+        found: String,
+    },
+    /// JSON of the right version that does not match the schema.
+    #[error("report does not match {SCHEMA}: {0}")]
+    Schema(String),
+    /// Signing failed.
+    #[error(transparent)]
+    Sign(#[from] SignError),
+    /// The summary could not be computed.
+    #[error(transparent)]
+    Metrics(#[from] metrics::MetricsError),
+}
+
+/// The tool that wrote the report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tool {
+    /// `pinbench`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+impl Tool {
+    /// This build of pinbench.
+    pub fn this() -> Self {
+        Self { name: env!("CARGO_PKG_NAME").into(), version: env!("CARGO_PKG_VERSION").into() }
+    }
+}
+
+/// What a probe read from the endpoint (kept verbatim, size-capped).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeSnapshot {
+    /// URL read (never with credentials).
+    pub url: String,
+    /// HTTP status.
+    pub status: u16,
+    /// Body text (truncated to 64 KiB).
+    pub body: String,
+}
+
+/// Everything that is signed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportBody {
+    /// Writer.
+    pub tool: Tool,
+    /// When the run started (ISO 8601, as the browser gave it).
+    pub created: String,
+    /// The pins.
+    pub config: RunConfig,
+    /// SLOs used for goodput.
+    pub slo: Option<Slo>,
+    /// Probe snapshots.
+    pub probes: Vec<ProbeSnapshot>,
+    /// The client's verdict.
+    pub client: ClientVerdict,
+    /// Every request.
+    pub records: Vec<RequestRecord>,
+    /// Every figure, computed from the records.
+    pub summary: Summary,
+}
+
+impl ReportBody {
+    /// Builds a body, computing the summary and client verdict from the records.
+    pub fn build(
+        created: String,
+        config: RunConfig,
+        slo: Option<Slo>,
+        probes: Vec<ProbeSnapshot>,
+        env: ClientEnv,
+        records: Vec<RequestRecord>,
+    ) -> Result<Self, ReportError> {
+        let summary = metrics::summarize(&records, &MetricsPlan::from_config(&config, slo))?;
+        let client = metrics::client_verdict(&records, &summary, env);
+        Ok(Self { tool: Tool::this(), created, config, slo, probes, client, records, summary })
+    }
+}
+
+/// The signature block.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignatureBlock {
+    /// Always `Ed25519`.
+    pub alg: String,
+    /// Fingerprint of the public key.
+    pub key_id: String,
+    /// Public key, base64.
+    pub public_key: String,
+    /// Signature, base64.
+    pub signature: String,
+}
+
+/// A whole report document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// The signed content.
+    pub body: ReportBody,
+    /// The signature, if signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<SignatureBlock>,
+}
+
+/// Rejects integers beyond [`MAX_SAFE_INTEGER`] (they would not be covered exactly by the
+/// signature).
+fn check_safe_numbers(path: &str, v: &Value) -> Result<(), ReportError> {
+    match v {
+        Value::Number(n) => {
+            let unsafe_int = n.as_u64().map(|u| u > MAX_SAFE_INTEGER).or_else(|| n.as_i64().map(|i| i.unsigned_abs() > MAX_SAFE_INTEGER));
+            if unsafe_int == Some(true) {
+                return Err(ReportError::Schema(format!("{path}: integer {n} is beyond 2^53 and cannot be signed exactly")));
+            }
+            Ok(())
+        }
+        Value::Array(a) => a.iter().enumerate().try_for_each(|(i, x)| check_safe_numbers(&format!("{path}[{i}]"), x)),
+        Value::Object(o) => o.iter().try_for_each(|(k, x)| check_safe_numbers(&format!("{path}.{k}"), x)),
+        _ => Ok(()),
+    }
+}
+
+/// The bytes a signature covers: JCS of `{"body":…,"schema":…}`.
+fn signed_bytes_of_value(doc: &Value) -> Result<Vec<u8>, ReportError> {
+    check_safe_numbers("", doc)?;
+    let mut unsigned = doc.clone();
+    if let Value::Object(o) = &mut unsigned {
+        o.remove("signature");
+    }
+    Ok(sign::canonical_bytes(&unsigned)?)
+}
+
+impl Report {
+    /// An unsigned report of `body`.
+    pub fn new(body: ReportBody) -> Self {
+        Self { schema: SCHEMA.into(), body, signature: None }
+    }
+
+    /// The bytes its signature covers.
+    pub fn signed_bytes(&self) -> Result<Vec<u8>, ReportError> {
+        let v = serde_json::to_value(self).map_err(|e| ReportError::Json(e.to_string()))?;
+        signed_bytes_of_value(&v)
+    }
+
+    /// Signs (or re-signs) the report.
+    pub fn sign(&mut self, key: &KeyPair) -> Result<(), ReportError> {
+        let sig = key.sign(&self.signed_bytes()?);
+        use base64::Engine as _;
+        self.signature = Some(SignatureBlock {
+            alg: ALG.into(),
+            key_id: key.key_id(),
+            public_key: key.public_key_base64(),
+            signature: base64::engine::general_purpose::STANDARD.encode(sig),
+        });
+        Ok(())
+    }
+
+    /// Pretty JSON text.
+    pub fn to_json(&self) -> Result<String, ReportError> {
+        serde_json::to_string_pretty(self).map_err(|e| ReportError::Json(e.to_string()))
+    }
+}
+
+/// The state of a report's signature.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verification {
+    /// The signature matches; the key's fingerprint is given (trust is the viewer's call).
+    Valid {
+        /// Fingerprint.
+        key_id: String,
+        /// Public key, base64.
+        public_key: String,
+    },
+    /// No signature block.
+    Unsigned,
+    /// Present but wrong: the content was modified, or the block is malformed.
+    Invalid {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A report read from text: the typed document and its signature state.
+#[derive(Clone, Debug)]
+pub struct Opened {
+    /// The document.
+    pub report: Report,
+    /// Signature state.
+    pub verification: Verification,
+}
+
+fn verify_value(doc: &Value) -> Verification {
+    let Some(block) = doc.get("signature") else {
+        return Verification::Unsigned;
+    };
+    let block: SignatureBlock = match serde_json::from_value(block.clone()) {
+        Ok(b) => b,
+        Err(e) => return Verification::Invalid { reason: format!("malformed signature block: {e}") },
+    };
+    if block.alg != ALG {
+        return Verification::Invalid { reason: format!("unsupported algorithm {:?}", block.alg) };
+    }
+    let check = || -> Result<(), ReportError> {
+        let pk = sign::public_key_from_base64(&block.public_key)?;
+        if sign::key_id(&pk) != block.key_id {
+            return Err(ReportError::Schema("key id does not match the public key".into()));
+        }
+        let sig = sign::signature_from_base64(&block.signature)?;
+        sign::verify(&pk, &signed_bytes_of_value(doc)?, &sig)?;
+        Ok(())
+    };
+    match check() {
+        Ok(()) => Verification::Valid { key_id: block.key_id, public_key: block.public_key },
+        Err(e) => Verification::Invalid { reason: e.to_string() },
+    }
+}
+
+/// Parses and verifies a report: size limit, JSON, schema version, strict schema
+/// (unknown fields rejected), then the signature.
+pub fn open(text: &str) -> Result<Opened, ReportError> {
+    if text.len() > MAX_REPORT_BYTES {
+        return Err(ReportError::TooLarge { size: text.len(), limit: MAX_REPORT_BYTES });
+    }
+    let doc: Value = serde_json::from_str(text).map_err(|e| ReportError::Json(e.to_string()))?;
+    let found = doc.get("schema").and_then(Value::as_str).unwrap_or("");
+    if found != SCHEMA {
+        return Err(ReportError::WrongSchema { found: found.into() });
+    }
+    check_safe_numbers("", &doc)?;
+    let verification = verify_value(&doc);
+    let report: Report = serde_json::from_value(doc).map_err(|e| ReportError::Schema(e.to_string()))?;
+    Ok(Opened { report, verification })
+}
+
+/// One figure whose stored value differs from the value recomputed from the records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    /// JSON path of the figure, e.g. `summary.steps[0].ttft_us.p99`.
+    pub path: String,
+    /// Stored value.
+    pub stored: String,
+    /// Recomputed value.
+    pub recomputed: String,
+}
+
+fn diff(path: &str, stored: &Value, fresh: &Value, out: &mut Vec<Mismatch>) {
+    match (stored, fresh) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                let p = format!("{path}.{k}");
+                let (x, y) = (a.get(k).unwrap_or(&Value::Null), b.get(k).unwrap_or(&Value::Null));
+                if path.ends_with(".histograms") {
+                    // Compare histograms by content, not by their compressed bytes.
+                    let same = match (x.as_str().map(Hist::decode), y.as_str().map(Hist::decode)) {
+                        (Some(Ok(h1)), Some(Ok(h2))) => h1 == h2,
+                        _ => false,
+                    };
+                    if !same {
+                        out.push(Mismatch { path: p, stored: "histogram".into(), recomputed: "different histogram".into() });
+                    }
+                } else {
+                    diff(&p, x, y, out);
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                diff(&format!("{path}[{i}]"), x, y, out);
+            }
+        }
+        _ if stored == fresh => {}
+        _ => out.push(Mismatch { path: path.into(), stored: stored.to_string(), recomputed: fresh.to_string() }),
+    }
+}
+
+/// Recomputes the summary and client verdict from the records; returns every mismatch.
+pub fn recompute(report: &Report) -> Result<Vec<Mismatch>, ReportError> {
+    let b = &report.body;
+    let summary = metrics::summarize(&b.records, &MetricsPlan::from_config(&b.config, b.slo))?;
+    let client = metrics::client_verdict(&b.records, &summary, b.client.env);
+    let to_v = |v: &dyn erased::Ser| v.value().map_err(|e| ReportError::Json(e.to_string()));
+    let mut out = Vec::new();
+    diff("summary", &to_v(&b.summary)?, &to_v(&summary)?, &mut out);
+    diff("client", &to_v(&b.client)?, &to_v(&client)?, &mut out);
+    Ok(out)
+}
+
+mod erased {
+    /// Serialises any value to JSON (object-safe helper).
+    pub trait Ser {
+        fn value(&self) -> Result<serde_json::Value, serde_json::Error>;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn value(&self) -> Result<serde_json::Value, serde_json::Error> {
+            serde_json::to_value(self)
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::core::dialect::Dialect;
+    use crate::core::pins::{RawConfig, RawField};
+    use crate::core::record::{RequestTimeline, StreamEnd};
+
+    pub(crate) fn sample_config() -> RunConfig {
+        let mut r = RawConfig::default();
+        for (name, text) in [
+            ("endpoint_url", "http://127.0.0.1:8000"), ("dialect", "completions"), ("model_id", "tiny <b>"),
+            ("model_params", "270M"), ("model_quant", "Q4_K_M"), ("model_engine", "pinbench-ref 0.1"),
+            ("prompt_tokens", "16"), ("prompt_exactness", "server_tokenizer"), ("output_tokens", "4"),
+            ("output_enforcement", "ignore_eos"), ("load_mode", "closed"), ("concurrency", "2"),
+            ("stall_timeout_s", "10"), ("max_model_len", "2048"), ("kv_capacity", "8192"), ("max_num_seqs", "8"),
+            ("phases", "colocated"), ("scheduling", "continuous"), ("warmup", "1"), ("measured", "4"),
+            ("cooldown", "1"), ("nonce_prefix", "on"), ("temperature", "0.7"), ("sampling_extra", "{\"seed\":1}"),
+        ] {
+            *r.field_mut(name).expect("field") = RawField::declared(text);
+        }
+        RunConfig::try_from(&r).expect("pinned")
+    }
+
+    /// Records made by feeding real SSE bytes through the timeline.
+    pub(crate) fn sample_records(n: u32) -> Vec<RequestRecord> {
+        (0..n)
+            .map(|i| {
+                let t0 = u64::from(i / 2) * 50_000 + u64::from(i % 2) * 1_000;
+                let mut tl = RequestTimeline::new(i, 0, Dialect::Completions, 16, 4, t0);
+                tl.on_headers(t0 + 800, 200, Some("text/event-stream"));
+                for k in 0..4u64 {
+                    tl.on_bytes(t0 + 10_000 + k * 5_000 + u64::from(i) * 7, format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"t{k}\"}}]}}\n\n").as_bytes());
+                }
+                tl.on_bytes(t0 + 30_000, b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":16,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n");
+                tl.finish(t0 + 30_100, StreamEnd::Eof)
+            })
+            .collect()
+    }
+
+    pub(crate) fn sample_report() -> Report {
+        let env = ClientEnv { timer_resolution_us: 5, cross_origin_isolated: true, event_loop_lag_p99_us: 300, event_loop_lag_max_us: 900 };
+        let body = ReportBody::build("2026-11-29T15:00:00Z".into(), sample_config(), Some(Slo { ttft_us: Some(20_000), tpot_us: None, e2e_us: None }), vec![], env, sample_records(6)).expect("body");
+        Report::new(body)
+    }
+
+    #[test]
+    fn signed_report_round_trips_and_verifies() {
+        let mut rep = sample_report();
+        let key = KeyPair::from_secret([9; 32]);
+        rep.sign(&key).expect("sign");
+        let text = rep.to_json().expect("json");
+        let opened = open(&text).expect("opens");
+        assert_eq!(opened.verification, Verification::Valid { key_id: key.key_id(), public_key: key.public_key_base64() });
+        assert_eq!(opened.report, rep);
+        assert_eq!(recompute(&opened.report).expect("recompute"), vec![]);
+        let s = &rep.body.summary.steps[0];
+        assert_eq!(s.requests.warmup, vec![0]);
+        assert_eq!(s.requests.cooldown, vec![5]);
+        assert_eq!(s.output_len.exact, 4);
+    }
+
+    #[test]
+    fn any_changed_byte_of_the_signed_bytes_fails() {
+        let mut rep = sample_report();
+        let key = KeyPair::from_secret([3; 32]);
+        rep.sign(&key).expect("sign");
+        let msg = rep.signed_bytes().expect("bytes");
+        let sig = sign::signature_from_base64(&rep.signature.as_ref().expect("sig").signature).expect("sig");
+        sign::verify(&key.public_key(), &msg, &sig).expect("valid");
+        for i in 0..msg.len() {
+            let mut m = msg.clone();
+            m[i] ^= 0x20;
+            assert!(sign::verify(&key.public_key(), &m, &sig).is_err(), "byte {i} changed but verified");
+        }
+    }
+
+    #[test]
+    fn any_changed_byte_of_the_file_is_caught() {
+        let mut rep = sample_report();
+        rep.body.records.truncate(2);
+        rep.body.summary = metrics::summarize(&rep.body.records, &MetricsPlan::from_config(&rep.body.config, rep.body.slo)).expect("s");
+        rep.sign(&KeyPair::from_secret([5; 32])).expect("sign");
+        let text = serde_json::to_string(&rep).expect("compact");
+        let original: Value = serde_json::from_str(&text).expect("v");
+        let bytes = text.as_bytes();
+        let mut checked = 0;
+        for i in 0..bytes.len() {
+            let mut b = bytes.to_vec();
+            b[i] ^= 0x01;
+            let Ok(t) = std::str::from_utf8(&b) else { continue };
+            match open(t) {
+                Ok(o) if matches!(o.verification, Verification::Valid { .. }) => {
+                    let v: Value = serde_json::from_str(t).expect("parsed before");
+                    assert_eq!(v, original, "byte {i} changed the content but verified");
+                }
+                _ => checked += 1,
+            }
+        }
+        assert!(checked > bytes.len() / 2);
+    }
+
+    #[test]
+    fn tampered_summary_is_flagged_by_recompute_and_signature() {
+        let mut rep = sample_report();
+        rep.sign(&KeyPair::from_secret([1; 32])).expect("sign");
+        let mut v: Value = serde_json::to_value(&rep).expect("v");
+        v["body"]["summary"]["steps"][0]["ttft_us"]["p99"] = Value::from(1u64);
+        let opened = open(&v.to_string()).expect("opens");
+        assert!(matches!(opened.verification, Verification::Invalid { .. }));
+        let mism = recompute(&opened.report).expect("recompute");
+        assert_eq!(mism.len(), 1, "{mism:?}");
+        assert_eq!(mism[0].path, "summary.steps[0].ttft_us.p99");
+    }
+
+    #[test]
+    fn swapped_and_stripped_signatures() {
+        let mut a = sample_report();
+        a.sign(&KeyPair::from_secret([1; 32])).expect("sign");
+        let mut b = sample_report();
+        b.body.created = "2026-11-30T00:00:00Z".into();
+        b.sign(&KeyPair::from_secret([2; 32])).expect("sign");
+        let mut swapped = a.clone();
+        swapped.signature = b.signature.clone();
+        assert!(matches!(open(&swapped.to_json().expect("j")).expect("o").verification, Verification::Invalid { .. }));
+        let mut stripped = a.clone();
+        stripped.signature = None;
+        assert_eq!(open(&stripped.to_json().expect("j")).expect("o").verification, Verification::Unsigned);
+        let mut wrong_id = a.clone();
+        if let Some(s) = wrong_id.signature.as_mut() {
+            s.key_id = KeyPair::from_secret([2; 32]).key_id();
+        }
+        assert!(matches!(open(&wrong_id.to_json().expect("j")).expect("o").verification, Verification::Invalid { .. }));
+    }
+
+    #[test]
+    fn hostile_inputs_get_typed_errors() {
+        assert!(matches!(open("{"), Err(ReportError::Json(_))));
+        assert!(matches!(open("{\"schema\":\"pinbench.report/v2\"}"), Err(ReportError::WrongSchema { .. })));
+        assert!(matches!(open("[]"), Err(ReportError::WrongSchema { .. })));
+        let deep = "[".repeat(100_000);
+        assert!(matches!(open(&deep), Err(ReportError::Json(_))));
+        let big = " ".repeat(MAX_REPORT_BYTES + 1);
+        assert!(matches!(open(&big), Err(ReportError::TooLarge { .. })));
+        let mut v = serde_json::to_value(sample_report()).expect("v");
+        v["body"]["records"][0]["t_send_us"] = Value::from(MAX_SAFE_INTEGER + 1);
+        assert!(matches!(open(&v.to_string()), Err(ReportError::Schema(m)) if m.contains("2^53")));
+        let mut v = serde_json::to_value(sample_report()).expect("v");
+        v["body"]["extra"] = Value::from(1);
+        assert!(matches!(open(&v.to_string()), Err(ReportError::Schema(_))));
+    }
+
+    #[test]
+    fn report_uses_integers_except_temperature() {
+        fn walk(path: &str, v: &Value, floats: &mut Vec<String>) {
+            match v {
+                Value::Number(n) if n.is_f64() => floats.push(path.to_owned()),
+                Value::Object(o) => o.iter().for_each(|(k, x)| walk(&format!("{path}.{k}"), x, floats)),
+                Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| walk(&format!("{path}[{i}]"), x, floats)),
+                _ => {}
+            }
+        }
+        let mut floats = Vec::new();
+        walk("", &serde_json::to_value(sample_report()).expect("v"), &mut floats);
+        assert_eq!(floats, vec![".body.config.sampling.value.temperature".to_owned()]);
+    }
+}

@@ -1,0 +1,81 @@
+//! Leptos views: thin, over core types. The shell holds the title and the navigation;
+//! the Run, Reports and Compare screens come in later issues.
+
+use leptos::prelude::*;
+
+/// The app's top-level sections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Section {
+    /// Configure and run a benchmark.
+    Run,
+    /// Open and verify report files.
+    Reports,
+    /// Compare reports side by side.
+    Compare,
+}
+
+impl Section {
+    /// Every section, in navigation order.
+    pub const ALL: [Section; 3] = [Section::Run, Section::Reports, Section::Compare];
+
+    /// Visible label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Section::Run => "Run",
+            Section::Reports => "Reports",
+            Section::Compare => "Compare",
+        }
+    }
+
+    /// Stable id used in `data-testid`s and CSS classes.
+    pub fn id(self) -> &'static str {
+        match self {
+            Section::Run => "run",
+            Section::Reports => "reports",
+            Section::Compare => "compare",
+        }
+    }
+
+    /// What the section will hold.
+    pub fn blurb(self) -> &'static str {
+        match self {
+            Section::Run => "Pin every parameter, then benchmark an endpoint from this tab.",
+            Section::Reports => "Open a signed report, verify it and recompute its numbers.",
+            Section::Compare => "Put reports side by side and see whether they are comparable.",
+        }
+    }
+}
+
+/// The application shell.
+#[component]
+pub fn App() -> impl IntoView {
+    let (section, set_section) = signal(Section::Run);
+    view! {
+        <header class="shell__header">
+            <h1 class="shell__title" data-testid="app-title">"pinbench"</h1>
+            <p class="shell__tagline">"LLM endpoint benchmarks with every parameter pinned."</p>
+            <nav class="shell__nav" aria-label="Sections" data-testid="nav">
+                {Section::ALL
+                    .into_iter()
+                    .map(|s| {
+                        view! {
+                            <button
+                                class="shell__nav-item"
+                                class:shell__nav-item--active=move || section.get() == s
+                                aria-current=move || (section.get() == s).then_some("page")
+                                data-testid=format!("nav-{}", s.id())
+                                on:click=move |_| set_section.set(s)
+                            >
+                                {s.label()}
+                            </button>
+                        }
+                    })
+                    .collect_view()}
+            </nav>
+        </header>
+        <main class="shell__main" data-testid="section" aria-live="polite">
+            <h2 data-testid="section-title">{move || section.get().label()}</h2>
+            <p>{move || section.get().blurb()}</p>
+        </main>
+    }
+}

@@ -1,0 +1,57 @@
+// Shared helpers for end-to-end tests: a static server for dist/ (cross-origin isolated,
+// like `trunk serve`) and a headless Debian Chromium driven by playwright-core.
+import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+import { chromium } from "playwright-core";
+
+const TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript",
+  ".wasm": "application/wasm",
+  ".css": "text/css",
+  ".svg": "image/svg+xml",
+  ".json": "application/json",
+};
+
+/** Serves `root` on 127.0.0.1 (random port) with COOP/COEP headers. Resolves to {server, url}. */
+export function serveDist(root) {
+  const server = http.createServer((req, res) => {
+    const urlPath = decodeURIComponent(new URL(req.url, "http://x").pathname);
+    let file = path.join(root, urlPath === "/" ? "index.html" : urlPath);
+    if (!file.startsWith(path.resolve(root))) { res.writeHead(403).end(); return; }
+    if (!fs.existsSync(file) || fs.statSync(file).isDirectory()) file = path.join(root, "index.html");
+    res.writeHead(200, {
+      "Content-Type": TYPES[path.extname(file)] ?? "application/octet-stream",
+      "Cross-Origin-Opener-Policy": "same-origin",
+      "Cross-Origin-Embedder-Policy": "require-corp",
+      "Cache-Control": "no-store",
+    });
+    fs.createReadStream(file).pipe(res);
+  });
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => resolve({ server, url: `http://127.0.0.1:${server.address().port}/` }));
+  });
+}
+
+/** Launches headless Debian Chromium (no downloads; see TOOLCHAIN.md for the flags). */
+export function launch(extraArgs = []) {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    args: [
+      "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      "--no-first-run", "--disable-quic", ...extraArgs,
+    ],
+  });
+}
+
+/** Records console errors, page errors and failed requests of a page. */
+export function watchErrors(page) {
+  const errors = [];
+  page.on("console", (m) => { if (m.type() === "error") errors.push(`console: ${m.text()}`); });
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+  page.on("requestfailed", (r) => errors.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on("response", (r) => { if (r.status() >= 400) errors.push(`http ${r.status()}: ${r.url()}`); });
+  return errors;
+}
