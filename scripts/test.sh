@@ -14,7 +14,7 @@ cargo fmt --all --check
 step "clippy (host)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "clippy (wasm32)"
-cargo clippy --target wasm32-unknown-unknown --lib --bins --tests --locked -- -D warnings
+cargo clippy --target wasm32-unknown-unknown --lib --bins --test web --locked -- -D warnings
 
 step "native tests"
 cargo test --workspace --locked 2>&1 | tee "$PINBENCH_CACHE/native-tests.log"

@@ -30,7 +30,10 @@ fn core_mentions_no_browser_clock_or_randomness() {
     let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core");
     let mut files = Vec::new();
     rust_files(&core, &mut files);
-    assert!(files.len() >= 8, "expected the core modules, found {files:?}");
+    assert!(
+        files.len() >= 8,
+        "expected the core modules, found {files:?}"
+    );
     let mut hits = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f).expect("readable");
@@ -42,7 +45,11 @@ fn core_mentions_no_browser_clock_or_randomness() {
             }
         }
     }
-    assert!(hits.is_empty(), "src/core must stay pure:\n{}", hits.join("\n"));
+    assert!(
+        hits.is_empty(),
+        "src/core must stay pure:\n{}",
+        hits.join("\n")
+    );
 }
 
 #[test]

@@ -56,7 +56,13 @@ fn records() -> Vec<RequestRecord> {
         let t0 = t_stream[s];
         let mut tl = RequestTimeline::new(i, 0, Dialect::Completions, 32, 8, t0);
         if i == 5 {
-            let rec = tl.finish(t0 + 2_000, StreamEnd::Failed(Outcome::Http { status: 429, message: "rate limited".into() }));
+            let rec = tl.finish(
+                t0 + 2_000,
+                StreamEnd::Failed(Outcome::Http {
+                    status: 429,
+                    message: "rate limited".into(),
+                }),
+            );
             t_stream[s] = t0 + 2_100;
             out.push(rec);
             continue;
@@ -64,7 +70,11 @@ fn records() -> Vec<RequestRecord> {
         tl.on_headers(t0 + 1_000, 200, Some("text/event-stream"));
         let mut t = t0 + 20_000 + u64::from(i) * 13;
         for k in 0..8u64 {
-            tl.on_bytes(t, format!("data: {{\"choices\":[{{\"index\":0,\"text\":\" w{k}\"}}]}}\n\n").as_bytes());
+            tl.on_bytes(
+                t,
+                format!("data: {{\"choices\":[{{\"index\":0,\"text\":\" w{k}\"}}]}}\n\n")
+                    .as_bytes(),
+            );
             t += 4_000 + k * 50;
         }
         tl.on_bytes(t, b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":32,\"completion_tokens\":8}}\n\ndata: [DONE]\n\n");
@@ -76,11 +86,29 @@ fn records() -> Vec<RequestRecord> {
 
 /// Builds the signed fixture report.
 fn fixture() -> String {
-    let env = ClientEnv { timer_resolution_us: 5, cross_origin_isolated: true, event_loop_lag_p99_us: 400, event_loop_lag_max_us: 1_200 };
-    let slo = Some(Slo { ttft_us: Some(25_000), tpot_us: Some(5_000), e2e_us: None });
-    let body = ReportBody::build("2026-11-29T15:00:00.000Z".into(), config(), slo, vec![], env, records()).expect("builds");
+    let env = ClientEnv {
+        timer_resolution_us: 5,
+        cross_origin_isolated: true,
+        event_loop_lag_p99_us: 400,
+        event_loop_lag_max_us: 1_200,
+    };
+    let slo = Some(Slo {
+        ttft_us: Some(25_000),
+        tpot_us: Some(5_000),
+        e2e_us: None,
+    });
+    let body = ReportBody::build(
+        "2026-11-29T15:00:00.000Z".into(),
+        config(),
+        slo,
+        vec![],
+        env,
+        records(),
+    )
+    .expect("builds");
     let mut rep = Report::new(body);
-    rep.sign(&KeyPair::from_secret(FIXTURE_SECRET)).expect("signs");
+    rep.sign(&KeyPair::from_secret(FIXTURE_SECRET))
+        .expect("signs");
     rep.to_json().expect("serialises") + "\n"
 }
 
@@ -91,13 +119,26 @@ fn signed_fixture_is_current_and_verifies() {
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, &text).expect("writable");
     }
-    let stored = std::fs::read_to_string(&path).expect("fixture exists (UPDATE_SNAPSHOTS=1 creates it)");
-    assert_eq!(stored, text, "fixture is stale: rerun with UPDATE_SNAPSHOTS=1 and review the diff");
+    let stored =
+        std::fs::read_to_string(&path).expect("fixture exists (UPDATE_SNAPSHOTS=1 creates it)");
+    assert_eq!(
+        stored, text,
+        "fixture is stale: rerun with UPDATE_SNAPSHOTS=1 and review the diff"
+    );
 
     let opened = report::open(&stored).expect("opens");
     let key = KeyPair::from_secret(FIXTURE_SECRET);
-    assert_eq!(opened.verification, Verification::Valid { key_id: key.key_id(), public_key: key.public_key_base64() });
-    assert_eq!(report::recompute(&opened.report).expect("recomputes"), vec![]);
+    assert_eq!(
+        opened.verification,
+        Verification::Valid {
+            key_id: key.key_id(),
+            public_key: key.public_key_base64()
+        }
+    );
+    assert_eq!(
+        report::recompute(&opened.report).expect("recomputes"),
+        vec![]
+    );
     let step = &opened.report.body.summary.steps[0];
     assert_eq!(step.requests.warmup, vec![0, 1]);
     assert_eq!(step.requests.cooldown, vec![8, 9]);
@@ -113,5 +154,9 @@ fn one_changed_value_in_the_fixture_fails_verification() {
     assert!(text.contains(needle));
     let tampered = text.replacen(needle, "\"t_send_us\": 701", 1);
     let opened = report::open(&tampered).expect("still a report");
-    assert!(matches!(opened.verification, Verification::Invalid { .. }), "{:?}", opened.verification);
+    assert!(
+        matches!(opened.verification, Verification::Invalid { .. }),
+        "{:?}",
+        opened.verification
+    );
 }

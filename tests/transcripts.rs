@@ -12,7 +12,11 @@ use pinbench::core::record::{RequestRecord, RequestTimeline, StreamEnd};
 use serde_json::{json, Value};
 
 fn record_of(name: &str, bytes: &[u8]) -> RequestRecord {
-    let dialect = if name.contains("chat") { Dialect::Chat } else { Dialect::Completions };
+    let dialect = if name.contains("chat") {
+        Dialect::Chat
+    } else {
+        Dialect::Completions
+    };
     let mut tl = RequestTimeline::new(0, 0, dialect, 0, 0, 0);
     tl.on_headers(500, 200, Some("text/event-stream"));
     // One event (up to and including its blank line) per millisecond.
@@ -45,8 +49,22 @@ fn record_of(name: &str, bytes: &[u8]) -> RequestRecord {
 
 fn snapshot(rec: &RequestRecord) -> Value {
     let mut v = serde_json::to_value(rec).expect("record serialises");
-    v["chunks"] = json!(rec.chunks.iter().map(|c| [c.t_us, u64::from(c.tokens)]).collect::<Vec<_>>());
-    for k in ["index", "step", "prompt_tokens_requested", "output_tokens_requested", "t_send_us", "t_headers_us", "status", "protocol", "wire"] {
+    v["chunks"] = json!(rec
+        .chunks
+        .iter()
+        .map(|c| [c.t_us, u64::from(c.tokens)])
+        .collect::<Vec<_>>());
+    for k in [
+        "index",
+        "step",
+        "prompt_tokens_requested",
+        "output_tokens_requested",
+        "t_send_us",
+        "t_headers_us",
+        "status",
+        "protocol",
+        "wire",
+    ] {
         if let Value::Object(o) = &mut v {
             o.remove(k);
         }
@@ -64,7 +82,10 @@ fn transcripts_match_their_snapshots() {
         .filter(|n| n.ends_with(".sse"))
         .collect();
     names.sort();
-    assert!(names.len() >= 6, "expected the transcript fixtures, found {names:?}");
+    assert!(
+        names.len() >= 6,
+        "expected the transcript fixtures, found {names:?}"
+    );
     let mut failures = Vec::new();
     for name in &names {
         let bytes = std::fs::read(dir.join(name)).expect("readable");
@@ -82,7 +103,10 @@ fn transcripts_match_their_snapshots() {
                     failures.push(format!("{name}:\n  want {want}\n  got  {got}"));
                 }
             }
-            Err(_) => failures.push(format!("{name}: no {} (run with UPDATE_SNAPSHOTS=1)", expected_path.display())),
+            Err(_) => failures.push(format!(
+                "{name}: no {} (run with UPDATE_SNAPSHOTS=1)",
+                expected_path.display()
+            )),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -98,8 +122,16 @@ fn transcripts_are_split_invariant() {
             continue;
         }
         let bytes = std::fs::read(&path).expect("readable");
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
-        let dialect = if name.contains("chat") { Dialect::Chat } else { Dialect::Completions };
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let dialect = if name.contains("chat") {
+            Dialect::Chat
+        } else {
+            Dialect::Completions
+        };
         let whole = {
             let mut tl = RequestTimeline::new(0, 0, dialect, 0, 0, 0);
             tl.on_headers(1, 200, Some("text/event-stream"));

@@ -15,8 +15,15 @@ const SIGNED: &str = include_str!("fixtures/report_signed.json");
 #[wasm_bindgen_test]
 fn signed_fixture_verifies_in_the_browser() {
     let opened = report::open(SIGNED).expect("opens");
-    assert!(matches!(opened.verification, Verification::Valid { .. }), "{:?}", opened.verification);
-    assert_eq!(report::recompute(&opened.report).expect("recomputes"), vec![]);
+    assert!(
+        matches!(opened.verification, Verification::Valid { .. }),
+        "{:?}",
+        opened.verification
+    );
+    assert_eq!(
+        report::recompute(&opened.report).expect("recomputes"),
+        vec![]
+    );
 }
 
 #[wasm_bindgen_test]
@@ -34,9 +41,18 @@ fn signing_in_the_browser_round_trips() {
     rep.sign(&key).expect("signs");
     let text = rep.to_json().expect("json");
     let opened = report::open(&text).expect("opens");
-    assert_eq!(opened.verification, Verification::Valid { key_id: key.key_id(), public_key: key.public_key_base64() });
+    assert_eq!(
+        opened.verification,
+        Verification::Valid {
+            key_id: key.key_id(),
+            public_key: key.public_key_base64()
+        }
+    );
     let flipped = text.replacen("\"created\": \"2026", "\"created\": \"2027", 1);
-    assert!(matches!(report::open(&flipped).expect("opens").verification, Verification::Invalid { .. }));
+    assert!(matches!(
+        report::open(&flipped).expect("opens").verification,
+        Verification::Invalid { .. }
+    ));
 }
 
 fn testid(root: &web_sys::Element, id: &str) -> web_sys::HtmlElement {
@@ -49,17 +65,38 @@ fn testid(root: &web_sys::Element, id: &str) -> web_sys::HtmlElement {
 
 #[wasm_bindgen_test]
 async fn shell_mounts_and_navigates() {
-    let document = web_sys::window().expect("window").document().expect("document");
+    let document = web_sys::window()
+        .expect("window")
+        .document()
+        .expect("document");
     let root = document.create_element("div").expect("div");
-    document.body().expect("body").append_child(&root).expect("append");
+    document
+        .body()
+        .expect("body")
+        .append_child(&root)
+        .expect("append");
     let host: web_sys::HtmlElement = root.clone().dyn_into().expect("html element");
     let _handle = leptos::mount::mount_to(host, pinbench::ui::App);
 
-    assert_eq!(testid(&root, "app-title").text_content().as_deref(), Some("pinbench"));
-    assert_eq!(testid(&root, "section-title").text_content().as_deref(), Some("Run"));
+    assert_eq!(
+        testid(&root, "app-title").text_content().as_deref(),
+        Some("pinbench")
+    );
+    assert_eq!(
+        testid(&root, "section-title").text_content().as_deref(),
+        Some("Run")
+    );
     testid(&root, "nav-compare").click();
     leptos::task::tick().await;
-    assert_eq!(testid(&root, "section-title").text_content().as_deref(), Some("Compare"));
-    assert_eq!(testid(&root, "nav-compare").get_attribute("aria-current").as_deref(), Some("page"));
+    assert_eq!(
+        testid(&root, "section-title").text_content().as_deref(),
+        Some("Compare")
+    );
+    assert_eq!(
+        testid(&root, "nav-compare")
+            .get_attribute("aria-current")
+            .as_deref(),
+        Some("page")
+    );
     assert_eq!(testid(&root, "nav-run").get_attribute("aria-current"), None);
 }

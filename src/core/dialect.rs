@@ -99,10 +99,16 @@ impl RequestSpec {
             }
             body.insert("stream_options".into(), Value::Object(so));
         }
-        if matches!(self.enforcement, LengthEnforcement::IgnoreEos | LengthEnforcement::Both) {
+        if matches!(
+            self.enforcement,
+            LengthEnforcement::IgnoreEos | LengthEnforcement::Both
+        ) {
             body.insert("ignore_eos".into(), json!(true));
         }
-        if matches!(self.enforcement, LengthEnforcement::MinTokens | LengthEnforcement::Both) {
+        if matches!(
+            self.enforcement,
+            LengthEnforcement::MinTokens | LengthEnforcement::Both
+        ) {
             body.insert("min_tokens".into(), json!(self.max_tokens));
         }
         if let Some(t) = self.temperature {
@@ -280,7 +286,8 @@ pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEv
     if data.trim() == "[DONE]" {
         return Ok(StreamEvent::Done);
     }
-    let v: Value = serde_json::from_str(data).map_err(|e| DialectError::InvalidJson(e.to_string()))?;
+    let v: Value =
+        serde_json::from_str(data).map_err(|e| DialectError::InvalidJson(e.to_string()))?;
     let obj = v
         .as_object()
         .ok_or_else(|| shape("chunk is not a JSON object"))?;
@@ -326,10 +333,14 @@ pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEv
         // drop its tokens silently.
         match dialect {
             Dialect::Completions if c.contains_key("delta") && !c.contains_key("text") => {
-                return Err(shape("a chat chunk (choices[].delta) on the completions dialect"));
+                return Err(shape(
+                    "a chat chunk (choices[].delta) on the completions dialect",
+                ));
             }
             Dialect::Chat if c.contains_key("text") && !c.contains_key("delta") => {
-                return Err(shape("a completions chunk (choices[].text) on the chat dialect"));
+                return Err(shape(
+                    "a completions chunk (choices[].text) on the chat dialect",
+                ));
             }
             _ => {}
         }
@@ -341,7 +352,9 @@ pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEv
             }
             Dialect::Chat => {
                 if let Some(d) = c.get("delta") {
-                    let d = d.as_object().ok_or_else(|| shape("delta is not an object"))?;
+                    let d = d
+                        .as_object()
+                        .ok_or_else(|| shape("delta is not an object"))?;
                     if let Some(t) = opt_str(d.get("content"), "delta.content")? {
                         chunk.text.push_str(&t);
                     }
@@ -423,55 +436,154 @@ mod tests {
 
     #[test]
     fn openai_chat_forms() {
-        let role = chunk(Dialect::Chat, r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#);
+        let role = chunk(
+            Dialect::Chat,
+            r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+        );
         assert!(!role.has_text() && role.has_choices);
-        let c = chunk(Dialect::Chat, r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],"usage":null}"#);
+        let c = chunk(
+            Dialect::Chat,
+            r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}],"usage":null}"#,
+        );
         assert_eq!(c.text, "Hi");
-        let r = chunk(Dialect::Chat, r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}"#);
-        assert_eq!((r.text.as_str(), r.reasoning.as_str(), r.has_text()), ("", "hmm", true));
-        let fin = chunk(Dialect::Chat, r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#);
+        let r = chunk(
+            Dialect::Chat,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}"#,
+        );
+        assert_eq!(
+            (r.text.as_str(), r.reasoning.as_str(), r.has_text()),
+            ("", "hmm", true)
+        );
+        let fin = chunk(
+            Dialect::Chat,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
+        );
         assert_eq!(fin.finish_reason.as_deref(), Some("length"));
         assert!(!fin.has_text());
-        let u = chunk(Dialect::Chat, r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":8}}}"#);
-        assert_eq!(u.usage, Some(Usage { prompt_tokens: 12, completion_tokens: 5, cached_tokens: Some(8) }));
+        let u = chunk(
+            Dialect::Chat,
+            r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":8}}}"#,
+        );
+        assert_eq!(
+            u.usage,
+            Some(Usage {
+                prompt_tokens: 12,
+                completion_tokens: 5,
+                cached_tokens: Some(8)
+            })
+        );
         assert!(!u.has_choices);
     }
 
     #[test]
     fn vllm_continuous_usage_and_llama_final_chunk() {
-        let c = chunk(Dialect::Completions, r#"{"choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":4,"total_tokens":6,"completion_tokens":2}}"#);
-        assert_eq!((c.text.as_str(), c.usage.map(|u| u.completion_tokens)), (" the", Some(2)));
-        let l = chunk(Dialect::Completions, r#"{"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"created":1,"model":"g","object":"text_completion","usage":{"completion_tokens":64,"prompt_tokens":9,"total_tokens":73},"timings":{"prompt_n":9,"prompt_ms":12.5,"prompt_per_token_ms":1.3,"prompt_per_second":720.0,"predicted_n":64,"predicted_ms":700.25,"predicted_per_token_ms":10.9,"predicted_per_second":91.4}}"#);
+        let c = chunk(
+            Dialect::Completions,
+            r#"{"choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":4,"total_tokens":6,"completion_tokens":2}}"#,
+        );
+        assert_eq!(
+            (c.text.as_str(), c.usage.map(|u| u.completion_tokens)),
+            (" the", Some(2))
+        );
+        let l = chunk(
+            Dialect::Completions,
+            r#"{"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"created":1,"model":"g","object":"text_completion","usage":{"completion_tokens":64,"prompt_tokens":9,"total_tokens":73},"timings":{"prompt_n":9,"prompt_ms":12.5,"prompt_per_token_ms":1.3,"prompt_per_second":720.0,"predicted_n":64,"predicted_ms":700.25,"predicted_per_token_ms":10.9,"predicted_per_second":91.4}}"#,
+        );
         assert_eq!(l.finish_reason.as_deref(), Some("length"));
-        assert_eq!(l.timings, Some(ServerTimings { prompt_n: 9, prompt_us: 12_500, predicted_n: 64, predicted_us: 700_250 }));
-        let t = chunk(Dialect::Completions, r#"{"choices":[{"index":0,"text":"x"}],"pinbench_emit_us":123}"#);
+        assert_eq!(
+            l.timings,
+            Some(ServerTimings {
+                prompt_n: 9,
+                prompt_us: 12_500,
+                predicted_n: 64,
+                predicted_us: 700_250
+            })
+        );
+        let t = chunk(
+            Dialect::Completions,
+            r#"{"choices":[{"index":0,"text":"x"}],"pinbench_emit_us":123}"#,
+        );
         assert_eq!(t.server_time_us, Some(123));
     }
 
     #[test]
     fn done_and_errors() {
-        assert_eq!(parse_event(Dialect::Chat, "message", "[DONE]"), Ok(StreamEvent::Done));
         assert_eq!(
-            parse_event(Dialect::Chat, "message", r#"{"error":{"message":"boom","type":"server_error","code":500}}"#),
-            Ok(StreamEvent::Error(StreamErrorObject { message: "boom".into(), kind: Some("server_error".into()), code: Some("500".into()) }))
+            parse_event(Dialect::Chat, "message", "[DONE]"),
+            Ok(StreamEvent::Done)
         );
-        assert!(matches!(parse_event(Dialect::Chat, "error", r#"{"message":"x"}"#), Ok(StreamEvent::Error(_))));
-        assert!(matches!(parse_event(Dialect::Chat, "message", "{not json"), Err(DialectError::InvalidJson(_))));
-        assert!(matches!(parse_event(Dialect::Chat, "message", "[1,2]"), Err(DialectError::UnexpectedShape(_))));
-        assert!(matches!(parse_event(Dialect::Chat, "message", r#"{"choices":[{"delta":{"content":5}}]}"#), Err(DialectError::UnexpectedShape(_))));
-        assert!(matches!(parse_event(Dialect::Completions, "message", r#"{"choices":{}}"#), Err(DialectError::UnexpectedShape(_))));
-        assert!(matches!(parse_event(Dialect::Completions, "message", r#"{"usage":{"completion_tokens":-1}}"#), Err(DialectError::UnexpectedShape(_))));
+        assert_eq!(
+            parse_event(
+                Dialect::Chat,
+                "message",
+                r#"{"error":{"message":"boom","type":"server_error","code":500}}"#
+            ),
+            Ok(StreamEvent::Error(StreamErrorObject {
+                message: "boom".into(),
+                kind: Some("server_error".into()),
+                code: Some("500".into())
+            }))
+        );
+        assert!(matches!(
+            parse_event(Dialect::Chat, "error", r#"{"message":"x"}"#),
+            Ok(StreamEvent::Error(_))
+        ));
+        assert!(matches!(
+            parse_event(Dialect::Chat, "message", "{not json"),
+            Err(DialectError::InvalidJson(_))
+        ));
+        assert!(matches!(
+            parse_event(Dialect::Chat, "message", "[1,2]"),
+            Err(DialectError::UnexpectedShape(_))
+        ));
+        assert!(matches!(
+            parse_event(
+                Dialect::Chat,
+                "message",
+                r#"{"choices":[{"delta":{"content":5}}]}"#
+            ),
+            Err(DialectError::UnexpectedShape(_))
+        ));
+        assert!(matches!(
+            parse_event(Dialect::Completions, "message", r#"{"choices":{}}"#),
+            Err(DialectError::UnexpectedShape(_))
+        ));
+        assert!(matches!(
+            parse_event(
+                Dialect::Completions,
+                "message",
+                r#"{"usage":{"completion_tokens":-1}}"#
+            ),
+            Err(DialectError::UnexpectedShape(_))
+        ));
     }
 
     #[test]
     fn the_wrong_dialect_is_an_error_not_silence() {
-        assert!(matches!(parse_event(Dialect::Completions, "message", r#"{"choices":[{"index":0,"delta":{"content":"x"}}]}"#), Err(DialectError::UnexpectedShape(_))));
-        assert!(matches!(parse_event(Dialect::Chat, "message", r#"{"choices":[{"index":0,"text":"x"}]}"#), Err(DialectError::UnexpectedShape(_))));
+        assert!(matches!(
+            parse_event(
+                Dialect::Completions,
+                "message",
+                r#"{"choices":[{"index":0,"delta":{"content":"x"}}]}"#
+            ),
+            Err(DialectError::UnexpectedShape(_))
+        ));
+        assert!(matches!(
+            parse_event(
+                Dialect::Chat,
+                "message",
+                r#"{"choices":[{"index":0,"text":"x"}]}"#
+            ),
+            Err(DialectError::UnexpectedShape(_))
+        ));
     }
 
     #[test]
     fn other_choices_are_ignored() {
-        let c = chunk(Dialect::Completions, r#"{"choices":[{"index":1,"text":"no"},{"index":0,"text":"yes"}]}"#);
+        let c = chunk(
+            Dialect::Completions,
+            r#"{"choices":[{"index":1,"text":"no"},{"index":0,"text":"yes"}]}"#,
+        );
         assert_eq!(c.text, "yes");
     }
 }

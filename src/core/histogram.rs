@@ -192,19 +192,37 @@ mod tests {
         }
         data.sort_unstable();
         assert_eq!(h.count(), data.len() as u64, "{name}: count");
-        for q in [0.0, 0.001, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 1.0] {
+        for q in [
+            0.0, 0.001, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 1.0,
+        ] {
             let want = exact(&data, q) as f64;
             let got = h.quantile(q).unwrap_or(0) as f64;
-            let rel = if want == 0.0 { got } else { (got - want).abs() / want };
-            assert!(rel <= 0.001, "{name}: q={q} exact={want} hdr={got} rel={rel}");
+            let rel = if want == 0.0 {
+                got
+            } else {
+                (got - want).abs() / want
+            };
+            assert!(
+                rel <= 0.001,
+                "{name}: q={q} exact={want} hdr={got} rel={rel}"
+            );
         }
         let min = data[0] as f64;
         let max = data[data.len() - 1] as f64;
-        assert!((h.min().unwrap_or(0) as f64 - min).abs() <= min * 0.001, "{name}: min");
-        assert!((h.max().unwrap_or(0) as f64 - max).abs() <= max * 0.001, "{name}: max");
+        assert!(
+            (h.min().unwrap_or(0) as f64 - min).abs() <= min * 0.001,
+            "{name}: min"
+        );
+        assert!(
+            (h.max().unwrap_or(0) as f64 - max).abs() <= max * 0.001,
+            "{name}: max"
+        );
         let mean = data.iter().map(|&v| v as f64).sum::<f64>() / data.len() as f64;
         let hmean = h.mean().unwrap_or(0) as f64;
-        assert!((hmean - mean).abs() <= mean * 0.001 + 1.0, "{name}: mean {hmean} vs {mean}");
+        assert!(
+            (hmean - mean).abs() <= mean * 0.001 + 1.0,
+            "{name}: mean {hmean} vs {mean}"
+        );
     }
 
     const N: usize = 1_000_000;
@@ -217,7 +235,10 @@ mod tests {
     #[test]
     fn quantiles_match_exact_oracle_uniform() {
         let mut r = Rng(1);
-        check_oracle("uniform", (0..N).map(|_| 1 + r.next_u64() % 10_000_000).collect());
+        check_oracle(
+            "uniform",
+            (0..N).map(|_| 1 + r.next_u64() % 10_000_000).collect(),
+        );
     }
 
     #[test]
@@ -225,7 +246,9 @@ mod tests {
         let mut r = Rng(2);
         check_oracle(
             "exponential",
-            (0..N).map(|_| (1.0 - r.unit().ln() * 20_000.0) as u64).collect(),
+            (0..N)
+                .map(|_| (1.0 - r.unit().ln() * 20_000.0) as u64)
+                .collect(),
         );
     }
 
@@ -234,14 +257,19 @@ mod tests {
         let mut r = Rng(3);
         check_oracle(
             "lognormal",
-            (0..N).map(|_| (1.0 + (9.0 + 1.5 * r.normal()).exp()) as u64).collect(),
+            (0..N)
+                .map(|_| (1.0 + (9.0 + 1.5 * r.normal()).exp()) as u64)
+                .collect(),
         );
     }
 
     #[test]
     fn empty_histogram_has_no_quantiles() {
         let h = Hist::new();
-        assert_eq!((h.count(), h.min(), h.max(), h.mean(), h.quantile(0.5)), (0, None, None, None, None));
+        assert_eq!(
+            (h.count(), h.min(), h.max(), h.mean(), h.quantile(0.5)),
+            (0, None, None, None, None)
+        );
     }
 
     #[test]
@@ -251,7 +279,9 @@ mod tests {
             h.record(v);
         }
         let text = h.encode().expect("encode");
-        let bytes = base64::engine::general_purpose::STANDARD.decode(&text).expect("b64");
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&text)
+            .expect("b64");
         // V2 compressed cookie (0x1c849304 | word size 0x10), big-endian, as HdrHistogram Java writes it.
         assert_eq!(&bytes[..4], &[0x1c, 0x84, 0x93, 0x14]);
         let back = Hist::decode(&text).expect("decode");
@@ -261,8 +291,14 @@ mod tests {
 
     #[test]
     fn decoding_garbage_is_an_error() {
-        assert!(matches!(Hist::decode("%%%"), Err(HistogramError::Decode(_))));
-        assert!(matches!(Hist::decode("AAAAAAAA"), Err(HistogramError::Decode(_))));
+        assert!(matches!(
+            Hist::decode("%%%"),
+            Err(HistogramError::Decode(_))
+        ));
+        assert!(matches!(
+            Hist::decode("AAAAAAAA"),
+            Err(HistogramError::Decode(_))
+        ));
     }
 
     fn hist_of(values: &[u64]) -> Hist {

@@ -27,13 +27,19 @@ use serde::{Deserialize, Serialize};
 
 use super::histogram::{Hist, HistogramError};
 use super::pins::{LoadStep, RunConfig, Span, WindowPlan};
-use super::record::{RequestRecord, TokenCounts};
+use super::record::RequestRecord;
 
 /// Tokens at the start of each stream over which the burst speed is taken.
 pub const BURST_TOKENS: u64 = 32;
 
 /// Output-position buckets of the decode slowdown curve (inclusive bounds; `None` = open).
-pub const POSITION_BUCKETS: [(u64, Option<u64>); 5] = [(1, Some(32)), (33, Some(128)), (129, Some(512)), (513, Some(2048)), (2049, None)];
+pub const POSITION_BUCKETS: [(u64, Option<u64>); 5] = [
+    (1, Some(32)),
+    (33, Some(128)),
+    (129, Some(512)),
+    (513, Some(2048)),
+    (2049, None),
+];
 
 /// Browsers open at most this many HTTP/1.1 connections per host:port.
 pub const HTTP1_CONNECTIONS_PER_HOST: u32 = 6;
@@ -76,7 +82,11 @@ pub struct MetricsPlan {
 impl MetricsPlan {
     /// The plan of a pinned run.
     pub fn from_config(cfg: &RunConfig, slo: Option<Slo>) -> Self {
-        Self { steps: cfg.load.value.steps.clone(), window: cfg.window.value, slo }
+        Self {
+            steps: cfg.load.value.steps.clone(),
+            window: cfg.window.value,
+            slo,
+        }
     }
 }
 
@@ -507,17 +517,36 @@ fn concurrency_over(timeline: &[(u64, u32, u32)], start: u64, end: u64) -> (u64,
         ach_area += u128::from(cur_a) * u128::from(end - t_prev);
     }
     let len = u128::from(end - start);
-    (div_round(off_area * 1000, len), div_round(ach_area * 1000, len), max)
+    (
+        div_round(off_area * 1000, len),
+        div_round(ach_area * 1000, len),
+        max,
+    )
 }
 
-fn summarize_step(step: u32, load: LoadStep, records: &mut Vec<&RequestRecord>, plan: &MetricsPlan) -> Result<StepSummary, MetricsError> {
+fn summarize_step(
+    step: u32,
+    load: LoadStep,
+    records: &mut Vec<&RequestRecord>,
+    plan: &MetricsPlan,
+) -> Result<StepSummary, MetricsError> {
     records.sort_by_key(|r| r.index);
     let phases = classify(records, &plan.window);
-    let mut counts = RequestCounts { dispatched: records.len() as u32, ..RequestCounts::default() };
+    let mut counts = RequestCounts {
+        dispatched: records.len() as u32,
+        ..RequestCounts::default()
+    };
     let mut errors = BTreeMap::new();
     let mut token_counts = BTreeMap::new();
-    let (mut ttft, mut tpot, mut e2e, mut gaps, mut itl) = (Hist::new(), Hist::new(), Hist::new(), Hist::new(), Hist::new());
-    let (mut dec, mut e2es, mut pre, mut burst) = (Hist::new(), Hist::new(), Hist::new(), Hist::new());
+    let (mut ttft, mut tpot, mut e2e, mut gaps, mut itl) = (
+        Hist::new(),
+        Hist::new(),
+        Hist::new(),
+        Hist::new(),
+        Hist::new(),
+    );
+    let (mut dec, mut e2es, mut pre, mut burst) =
+        (Hist::new(), Hist::new(), Hist::new(), Hist::new());
     let mut per_chunk = BTreeMap::new();
     let mut slow: Vec<(u64, u128)> = vec![(0, 0); POSITION_BUCKETS.len()];
     let (mut prompt_att, mut output_att) = (Attainment::default(), Attainment::default());
@@ -546,7 +575,10 @@ fn summarize_step(step: u32, load: LoadStep, records: &mut Vec<&RequestRecord>, 
             continue;
         }
         counts.measured_ok += 1;
-        let key = serde_json::to_value(r.token_counts).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let key = serde_json::to_value(r.token_counts)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
         *token_counts.entry(key).or_insert(0u32) += 1;
         let m = request_metrics(r);
         let rec_opt = |h: &mut Hist, v: Option<u64>| {
@@ -571,7 +603,10 @@ fn summarize_step(step: u32, load: LoadStep, records: &mut Vec<&RequestRecord>, 
                 let n = u64::from(c.tokens);
                 itl.record_n(div_round(u128::from(gap), u128::from(n)), n);
                 let pos = cum + 1;
-                if let Some(b) = POSITION_BUCKETS.iter().position(|&(lo, hi)| pos >= lo && hi.is_none_or(|hi| pos <= hi)) {
+                if let Some(b) = POSITION_BUCKETS
+                    .iter()
+                    .position(|&(lo, hi)| pos >= lo && hi.is_none_or(|hi| pos <= hi))
+                {
                     slow[b].0 += n;
                     slow[b].1 += u128::from(gap);
                 }
@@ -591,9 +626,16 @@ fn summarize_step(step: u32, load: LoadStep, records: &mut Vec<&RequestRecord>, 
     let (t_fill, t_drain) = match load {
         LoadStep::Closed { .. } => (
             timeline.iter().find(|p| p.1 >= target).map(|p| p.0),
-            records.iter().map(|r| r.t_end_us()).filter(|&t| t > last_dispatch).min(),
+            records
+                .iter()
+                .map(|r| r.t_end_us())
+                .filter(|&t| t > last_dispatch)
+                .min(),
         ),
-        LoadStep::Open { .. } => (records.iter().map(|r| r.t_send_us).min(), Some(last_dispatch)),
+        LoadStep::Open { .. } => (
+            records.iter().map(|r| r.t_send_us).min(),
+            Some(last_dispatch),
+        ),
     };
     let steady = match (measured, t_fill, t_drain) {
         (Some(m), Some(f), Some(d)) => aggregate(records, m.start_us.max(f), m.end_us.min(d)),
@@ -604,7 +646,8 @@ fn summarize_step(step: u32, load: LoadStep, records: &mut Vec<&RequestRecord>, 
         (None, Some(m)) => ((m.start_us, m.end_us), "measured"),
         (None, None) => ((0, 0), "none"),
     };
-    let (offered_mean_milli, achieved_mean_milli, achieved_max) = concurrency_over(&timeline, cw.0, cw.1);
+    let (offered_mean_milli, achieved_mean_milli, achieved_max) =
+        concurrency_over(&timeline, cw.0, cw.1);
     let goodput = plan.slo.map(|slo| {
         let ok = |v: Option<u64>, lim: Option<u64>| match (v, lim) {
             (_, None) | (None, Some(_)) => true,
@@ -612,13 +655,20 @@ fn summarize_step(step: u32, load: LoadStep, records: &mut Vec<&RequestRecord>, 
         };
         let met = judged
             .iter()
-            .filter(|m| m.ttft_us.is_some() && ok(m.ttft_us, slo.ttft_us) && ok(m.tpot_us, slo.tpot_us) && ok(m.e2e_us, slo.e2e_us))
+            .filter(|m| {
+                m.ttft_us.is_some()
+                    && ok(m.ttft_us, slo.ttft_us)
+                    && ok(m.tpot_us, slo.tpot_us)
+                    && ok(m.e2e_us, slo.e2e_us)
+            })
             .count() as u32;
         Goodput {
             slo,
             met,
             judged: counts.measured,
-            rps_milli: measured.and_then(|w| rate_milli(u64::from(met), w.end_us - w.start_us)).unwrap_or(0),
+            rps_milli: measured
+                .and_then(|w| rate_milli(u64::from(met), w.end_us - w.start_us))
+                .unwrap_or(0),
         }
     });
     Ok(StepSummary {
@@ -673,7 +723,8 @@ fn summarize_step(step: u32, load: LoadStep, records: &mut Vec<&RequestRecord>, 
 pub fn summarize(records: &[RequestRecord], plan: &MetricsPlan) -> Result<Summary, MetricsError> {
     let mut steps = Vec::with_capacity(plan.steps.len());
     for (i, load) in plan.steps.iter().enumerate() {
-        let mut recs: Vec<&RequestRecord> = records.iter().filter(|r| r.step as usize == i).collect();
+        let mut recs: Vec<&RequestRecord> =
+            records.iter().filter(|r| r.step as usize == i).collect();
         steps.push(summarize_step(i as u32, *load, &mut recs, plan)?);
     }
     Ok(Summary { steps })
@@ -709,10 +760,21 @@ pub struct ClientVerdict {
 
 /// Judges the client: protocol connection caps, achieved vs offered concurrency, timer
 /// resolution and event-loop lag.
-pub fn client_verdict(records: &[RequestRecord], summary: &Summary, env: ClientEnv) -> ClientVerdict {
+pub fn client_verdict(
+    records: &[RequestRecord],
+    summary: &Summary,
+    env: ClientEnv,
+) -> ClientVerdict {
     let mut protocols = BTreeMap::new();
     for r in records {
-        *protocols.entry(r.protocol.clone().filter(|p| !p.is_empty()).unwrap_or_else(|| "unknown".into())).or_insert(0u32) += 1;
+        *protocols
+            .entry(
+                r.protocol
+                    .clone()
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or_else(|| "unknown".into()),
+            )
+            .or_insert(0u32) += 1;
     }
     let mut findings = Vec::new();
     let mut invalid = false;
@@ -725,7 +787,10 @@ pub fn client_verdict(records: &[RequestRecord], summary: &Summary, env: ClientE
                 "Step {}: target concurrency {} over HTTP/1.1, but a browser opens at most {} connections per host:port: achieved concurrency {} (max {}). The client, not the server, limited this run.",
                 s.step, c.target, HTTP1_CONNECTIONS_PER_HOST, super::pins::milli(c.achieved_mean_milli), c.achieved_max.min(HTTP1_CONNECTIONS_PER_HOST)
             ));
-        } else if c.wire_timing_known && matches!(s.load, LoadStep::Closed { .. }) && c.achieved_max < c.target {
+        } else if c.wire_timing_known
+            && matches!(s.load, LoadStep::Closed { .. })
+            && c.achieved_max < c.target
+        {
             invalid = true;
             findings.push(format!(
                 "Step {}: target concurrency {}, but at most {} requests were on the wire at once: the client limited this run.",
@@ -744,16 +809,24 @@ pub fn client_verdict(records: &[RequestRecord], summary: &Summary, env: ClientE
         findings.push(format!("The page's event loop lagged {} ms at p99: chunk timestamps are late by up to that much.", super::pins::milli(env.event_loop_lag_p99_us)));
     }
     if !env.cross_origin_isolated {
-        findings.push(format!("The page was not cross-origin isolated: timer resolution {} µs.", env.timer_resolution_us));
+        findings.push(format!(
+            "The page was not cross-origin isolated: timer resolution {} µs.",
+            env.timer_resolution_us
+        ));
     }
-    ClientVerdict { env, protocols, invalid, findings }
+    ClientVerdict {
+        env,
+        protocols,
+        invalid,
+        findings,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::dialect::Usage;
-    use crate::core::record::{Anomalies, Outcome, TokenChunk, WireTiming};
+    use crate::core::record::{Anomalies, Outcome, TokenChunk, TokenCounts, WireTiming};
 
     fn rec(index: u32, t_send: u64, chunks: &[(u64, u32)], t_done: u64) -> RequestRecord {
         let n: u64 = chunks.iter().map(|c| u64::from(c.1)).sum();
@@ -766,10 +839,17 @@ mod tests {
             t_headers_us: Some(t_send + 100),
             t_done_us: Some(t_done),
             status: Some(200),
-            chunks: chunks.iter().map(|&(t_us, tokens)| TokenChunk { t_us, tokens }).collect(),
+            chunks: chunks
+                .iter()
+                .map(|&(t_us, tokens)| TokenChunk { t_us, tokens })
+                .collect(),
             token_counts: TokenCounts::ExactDeltasMatchUsage,
             deltas: chunks.len() as u32,
-            usage: Some(Usage { prompt_tokens: 100, completion_tokens: n, cached_tokens: None }),
+            usage: Some(Usage {
+                prompt_tokens: 100,
+                completion_tokens: n,
+                cached_tokens: None,
+            }),
             finish_reason: Some("length".into()),
             server_timings: None,
             protocol: Some("h2".into()),
@@ -782,7 +862,11 @@ mod tests {
     fn plan(steps: Vec<LoadStep>, warmup: u32, measured: u32) -> MetricsPlan {
         MetricsPlan {
             steps,
-            window: WindowPlan { warmup: Span::Requests { count: warmup }, measured: Span::Requests { count: measured }, cooldown: Span::Requests { count: 0 } },
+            window: WindowPlan {
+                warmup: Span::Requests { count: warmup },
+                measured: Span::Requests { count: measured },
+                cooldown: Span::Requests { count: 0 },
+            },
             slo: None,
         }
     }
@@ -790,7 +874,12 @@ mod tests {
     #[test]
     fn single_request_known_answers() {
         // Sent at 0; chunks at 50ms (1 token), 60ms (1), 80ms (3 tokens), 90ms (1); done 95ms.
-        let r = rec(0, 0, &[(50_000, 1), (60_000, 1), (80_000, 3), (90_000, 1)], 95_000);
+        let r = rec(
+            0,
+            0,
+            &[(50_000, 1), (60_000, 1), (80_000, 3), (90_000, 1)],
+            95_000,
+        );
         let m = request_metrics(&r);
         assert_eq!(m.ttft_us, Some(50_000));
         // (90 - 50) ms / (6 - 1) tokens = 8 ms.
@@ -800,20 +889,42 @@ mod tests {
         assert_eq!(m.e2e_speed_milli, Some(63_158)); // 6 / 0.095 s = 63.157..
         assert_eq!(m.prefill_milli, Some(2_000_000)); // 100 tokens / 50 ms
         assert_eq!(m.burst_milli, None, "fewer than 32 tokens");
-        let s = summarize(&[r], &plan(vec![LoadStep::Closed { concurrency: 1 }], 0, 1)).expect("summary");
+        let s = summarize(&[r], &plan(vec![LoadStep::Closed { concurrency: 1 }], 0, 1))
+            .expect("summary");
         let s = &s.steps[0];
         // Gaps 10ms (1 tok), 20ms (3 tok), 10ms (1 tok): per-token 10ms x1, 6.667ms x3, 10ms x1.
         // HDR max is the highest equivalent value of 20 000's bucket (width 16 there).
-        assert_eq!(s.inter_chunk_us.map(|d| (d.count, d.min, d.max)), Some((3, 10_000, 20_015)));
+        assert_eq!(
+            s.inter_chunk_us.map(|d| (d.count, d.min, d.max)),
+            Some((3, 10_000, 20_015))
+        );
         assert_eq!(s.itl_per_token_us.map(|d| d.count), Some(5));
         assert_eq!(s.tokens_per_chunk, BTreeMap::from([(1, 3), (3, 1)]));
         // Positions 2..6 all in bucket 1–32: 40 ms / 5 tokens = 8 ms.
-        assert_eq!(s.decode_slowdown[0], SlowdownBucket { from: 1, to: Some(32), tokens: 5, mean_tpot_us: Some(8_000) });
+        assert_eq!(
+            s.decode_slowdown[0],
+            SlowdownBucket {
+                from: 1,
+                to: Some(32),
+                tokens: 5,
+                mean_tpot_us: Some(8_000)
+            }
+        );
         assert_eq!(s.decode_slowdown[1].tokens, 0);
         let w = s.windows.measured.expect("window");
         assert_eq!((w.start_us, w.end_us, w.output_tokens), (0, 95_000, 6));
         assert_eq!(w.aggregate_output_milli, 63_158);
-        assert_eq!(s.output_len, Attainment { known: 1, exact: 1, requested_total: 6, achieved_total: 6, min_diff: 0, max_diff: 0 });
+        assert_eq!(
+            s.output_len,
+            Attainment {
+                known: 1,
+                exact: 1,
+                requested_total: 6,
+                achieved_total: 6,
+                min_diff: 0,
+                max_diff: 0
+            }
+        );
     }
 
     #[test]
@@ -829,7 +940,8 @@ mod tests {
         let m = request_metrics(&r);
         // 32nd token at 100ms + 31*10ms: 31 tokens / 310 ms = 100 tok/s.
         assert_eq!(m.burst_milli, Some(100_000));
-        let s = summarize(&[r], &plan(vec![LoadStep::Closed { concurrency: 1 }], 0, 1)).expect("summary");
+        let s = summarize(&[r], &plan(vec![LoadStep::Closed { concurrency: 1 }], 0, 1))
+            .expect("summary");
         let b = &s.steps[0].decode_slowdown;
         assert_eq!((b[0].tokens, b[0].mean_tpot_us), (31, Some(10_000)));
         assert_eq!((b[1].tokens, b[1].mean_tpot_us), (96, Some(10_000)));
@@ -838,18 +950,40 @@ mod tests {
 
     #[test]
     fn warmup_is_deterministic_and_failures_are_counted() {
-        let mut records: Vec<RequestRecord> = (0..6).map(|i| rec(i, u64::from(i) * 1_000, &[(u64::from(i) * 1_000 + 500, 1), (u64::from(i) * 1_000 + 700, 1)], u64::from(i) * 1_000 + 800)).collect();
-        records[3].outcome = Outcome::Http { status: 429, message: "slow down".into() };
+        let mut records: Vec<RequestRecord> = (0..6)
+            .map(|i| {
+                rec(
+                    i,
+                    u64::from(i) * 1_000,
+                    &[
+                        (u64::from(i) * 1_000 + 500, 1),
+                        (u64::from(i) * 1_000 + 700, 1),
+                    ],
+                    u64::from(i) * 1_000 + 800,
+                )
+            })
+            .collect();
+        records[3].outcome = Outcome::Http {
+            status: 429,
+            message: "slow down".into(),
+        };
         records[3].chunks.clear();
         records[1].outcome = Outcome::Stalled { timeout_us: 1 };
         // Shuffle the input order: classification follows dispatch index, not input order.
         records.swap(0, 5);
-        let s = summarize(&records, &plan(vec![LoadStep::Closed { concurrency: 1 }], 2, 3)).expect("summary");
+        let s = summarize(
+            &records,
+            &plan(vec![LoadStep::Closed { concurrency: 1 }], 2, 3),
+        )
+        .expect("summary");
         let s = &s.steps[0];
         assert_eq!(s.requests.warmup, vec![0, 1]);
         assert_eq!(s.requests.cooldown, vec![5]);
         assert_eq!((s.requests.measured, s.requests.measured_ok), (3, 2));
-        assert_eq!(s.errors_by_kind, BTreeMap::from([("http_429".to_owned(), 1), ("stalled".to_owned(), 1)]));
+        assert_eq!(
+            s.errors_by_kind,
+            BTreeMap::from([("http_429".to_owned(), 1), ("stalled".to_owned(), 1)])
+        );
         assert_eq!(s.ttft_us.map(|d| (d.count, d.max)), Some((2, 500)));
         // Measured window: first measured dispatch (2 ms) to last measured end (4.8 ms).
         let w = s.windows.measured.expect("measured");
@@ -862,12 +996,25 @@ mod tests {
         let records: Vec<RequestRecord> = (0..8)
             .map(|i| {
                 let t = u64::from(i) * 500_000;
-                rec(i, t, &[(t + 100_000, 1), (t + 400_000, 1), (t + 700_000, 1)], t + 800_000)
+                rec(
+                    i,
+                    t,
+                    &[(t + 100_000, 1), (t + 400_000, 1), (t + 700_000, 1)],
+                    t + 800_000,
+                )
             })
             .collect();
         let p = MetricsPlan {
-            steps: vec![LoadStep::Open { rate_milli_rps: 2000, arrival: crate::core::pins::Arrival::Poisson, in_flight_cap: 8 }],
-            window: WindowPlan { warmup: Span::Duration { ms: 1000 }, measured: Span::Duration { ms: 2000 }, cooldown: Span::Duration { ms: 0 } },
+            steps: vec![LoadStep::Open {
+                rate_milli_rps: 2000,
+                arrival: crate::core::pins::Arrival::Poisson,
+                in_flight_cap: 8,
+            }],
+            window: WindowPlan {
+                warmup: Span::Duration { ms: 1000 },
+                measured: Span::Duration { ms: 2000 },
+                cooldown: Span::Duration { ms: 0 },
+            },
             slo: None,
         };
         let s = &summarize(&records, &p).expect("summary").steps[0];
@@ -892,9 +1039,19 @@ mod tests {
             let stream = u64::from(i % 2);
             let k = u64::from(i / 2);
             let t = k * 1_000_000 + stream * 100_000;
-            records.push(rec(i, t, &[(t + 200_000, 1), (t + 900_000, 1)], t + 1_000_000));
+            records.push(rec(
+                i,
+                t,
+                &[(t + 200_000, 1), (t + 900_000, 1)],
+                t + 1_000_000,
+            ));
         }
-        let s = &summarize(&records, &plan(vec![LoadStep::Closed { concurrency: 2 }], 0, 6)).expect("summary").steps[0];
+        let s = &summarize(
+            &records,
+            &plan(vec![LoadStep::Closed { concurrency: 2 }], 0, 6),
+        )
+        .expect("summary")
+        .steps[0];
         let st = s.windows.steady.expect("steady");
         // Fill when B starts (0.1 s); drain at the first end after the last dispatch (2.1 s),
         // A's third request at 3.0 s (B's second, which ended at 2.1 s, triggered that dispatch).
@@ -911,27 +1068,72 @@ mod tests {
         for i in 0..8u32 {
             let mut r = rec(i, 0, &[(500_000, 1), (900_000, 1)], 1_000_000);
             if i >= 6 {
-                r.wire = Some(WireTiming { connect_start_us: 1_000_000, request_start_us: 1_000_000, response_start_us: 1_400_000 });
-                r.chunks = vec![TokenChunk { t_us: 1_500_000, tokens: 1 }, TokenChunk { t_us: 1_900_000, tokens: 1 }];
+                r.wire = Some(WireTiming {
+                    connect_start_us: 1_000_000,
+                    request_start_us: 1_000_000,
+                    response_start_us: 1_400_000,
+                });
+                r.chunks = vec![
+                    TokenChunk {
+                        t_us: 1_500_000,
+                        tokens: 1,
+                    },
+                    TokenChunk {
+                        t_us: 1_900_000,
+                        tokens: 1,
+                    },
+                ];
                 r.t_done_us = Some(2_000_000);
             } else {
-                r.wire = Some(WireTiming { connect_start_us: 10, request_start_us: 10, response_start_us: 400_000 });
+                r.wire = Some(WireTiming {
+                    connect_start_us: 10,
+                    request_start_us: 10,
+                    response_start_us: 400_000,
+                });
             }
             r.protocol = Some("http/1.1".into());
             records.push(r);
         }
-        let summary = summarize(&records, &plan(vec![LoadStep::Closed { concurrency: 8 }], 0, 8)).expect("summary");
+        let summary = summarize(
+            &records,
+            &plan(vec![LoadStep::Closed { concurrency: 8 }], 0, 8),
+        )
+        .expect("summary");
         assert_eq!(summary.steps[0].concurrency.achieved_max, 6);
-        let env = ClientEnv { timer_resolution_us: 5, cross_origin_isolated: true, event_loop_lag_p99_us: 100, event_loop_lag_max_us: 500 };
+        let env = ClientEnv {
+            timer_resolution_us: 5,
+            cross_origin_isolated: true,
+            event_loop_lag_p99_us: 100,
+            event_loop_lag_max_us: 500,
+        };
         let v = client_verdict(&records, &summary, env);
         assert!(v.invalid);
-        assert!(v.findings[0].contains("at most 6 connections"), "{:?}", v.findings);
+        assert!(
+            v.findings[0].contains("at most 6 connections"),
+            "{:?}",
+            v.findings
+        );
         assert_eq!(v.protocols, BTreeMap::from([("http/1.1".to_owned(), 8)]));
         // Same run over h2 with everything on the wire: valid.
-        let h2: Vec<RequestRecord> = records.iter().map(|r| RequestRecord { protocol: Some("h2".into()), wire: Some(WireTiming { connect_start_us: 0, request_start_us: 0, response_start_us: 1 }), ..r.clone() }).collect();
-        let s2 = summarize(&h2, &plan(vec![LoadStep::Closed { concurrency: 8 }], 0, 8)).expect("summary");
+        let h2: Vec<RequestRecord> = records
+            .iter()
+            .map(|r| RequestRecord {
+                protocol: Some("h2".into()),
+                wire: Some(WireTiming {
+                    connect_start_us: 0,
+                    request_start_us: 0,
+                    response_start_us: 1,
+                }),
+                ..r.clone()
+            })
+            .collect();
+        let s2 = summarize(&h2, &plan(vec![LoadStep::Closed { concurrency: 8 }], 0, 8))
+            .expect("summary");
         assert!(!client_verdict(&h2, &s2, env).invalid);
-        let laggy = ClientEnv { event_loop_lag_p99_us: 50_000, ..env };
+        let laggy = ClientEnv {
+            event_loop_lag_p99_us: 50_000,
+            ..env
+        };
         assert!(client_verdict(&h2, &s2, laggy).invalid);
     }
 
@@ -943,7 +1145,11 @@ mod tests {
             rec(2, 0, &[(100_000, 1), (900_000, 1)], 910_000),
         ];
         let mut p = plan(vec![LoadStep::Closed { concurrency: 3 }], 0, 3);
-        p.slo = Some(Slo { ttft_us: Some(200_000), tpot_us: Some(150_000), e2e_us: None });
+        p.slo = Some(Slo {
+            ttft_us: Some(200_000),
+            tpot_us: Some(150_000),
+            e2e_us: None,
+        });
         let s = &summarize(&records, &p).expect("summary").steps[0];
         let g = s.goodput.expect("goodput");
         assert_eq!((g.met, g.judged), (1, 3));
@@ -957,7 +1163,18 @@ mod tests {
         a.step = 0;
         let mut b = rec(1, 100, &[(110, 1), (130, 1)], 140);
         b.step = 1;
-        let s = summarize(&[a, b], &plan(vec![LoadStep::Closed { concurrency: 1 }, LoadStep::Closed { concurrency: 2 }], 0, 10)).expect("summary");
+        let s = summarize(
+            &[a, b],
+            &plan(
+                vec![
+                    LoadStep::Closed { concurrency: 1 },
+                    LoadStep::Closed { concurrency: 2 },
+                ],
+                0,
+                10,
+            ),
+        )
+        .expect("summary");
         assert_eq!(s.steps.len(), 2);
         assert_eq!(s.steps[1].tpot_us.map(|d| d.p50), Some(20));
         assert_eq!(s.steps[1].load, LoadStep::Closed { concurrency: 2 });
@@ -966,8 +1183,23 @@ mod tests {
     #[test]
     fn prompt_attainment_reports_differences() {
         let mut r = rec(0, 0, &[(10, 1), (20, 1)], 30);
-        r.usage = Some(Usage { prompt_tokens: 97, completion_tokens: 2, cached_tokens: None });
-        let s = summarize(&[r], &plan(vec![LoadStep::Closed { concurrency: 1 }], 0, 1)).expect("summary");
-        assert_eq!(s.steps[0].prompt_len, Attainment { known: 1, exact: 0, requested_total: 100, achieved_total: 97, min_diff: -3, max_diff: -3 });
+        r.usage = Some(Usage {
+            prompt_tokens: 97,
+            completion_tokens: 2,
+            cached_tokens: None,
+        });
+        let s = summarize(&[r], &plan(vec![LoadStep::Closed { concurrency: 1 }], 0, 1))
+            .expect("summary");
+        assert_eq!(
+            s.steps[0].prompt_len,
+            Attainment {
+                known: 1,
+                exact: 0,
+                requested_total: 100,
+                achieved_total: 97,
+                min_diff: -3,
+                max_diff: -3
+            }
+        );
     }
 }

@@ -127,7 +127,12 @@ impl LengthDist {
                 let span = f64::from(max - min + 1);
                 (min + (u.clamp(0.0, 1.0) * span) as u32).min(max)
             }
-            LengthDist::NormalClipped { mean, std, min, max } => {
+            LengthDist::NormalClipped {
+                mean,
+                std,
+                min,
+                max,
+            } => {
                 let v = f64::from(mean) + z * f64::from(std);
                 (v.round().clamp(f64::from(min), f64::from(max))) as u32
             }
@@ -140,7 +145,12 @@ impl fmt::Display for LengthDist {
         match *self {
             LengthDist::Fixed { tokens } => write!(f, "{tokens}"),
             LengthDist::Uniform { min, max } => write!(f, "uniform({min},{max})"),
-            LengthDist::NormalClipped { mean, std, min, max } => {
+            LengthDist::NormalClipped {
+                mean,
+                std,
+                min,
+                max,
+            } => {
                 write!(f, "normal({mean},{std},{min},{max})")
             }
         }
@@ -206,12 +216,22 @@ impl fmt::Display for LoadStep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             LoadStep::Closed { concurrency } => write!(f, "closed loop, c={concurrency}"),
-            LoadStep::Open { rate_milli_rps, arrival, in_flight_cap } => {
+            LoadStep::Open {
+                rate_milli_rps,
+                arrival,
+                in_flight_cap,
+            } => {
                 let a = match arrival {
                     Arrival::Poisson => "Poisson".to_owned(),
-                    Arrival::Gamma { shape_milli } => format!("gamma k={}", milli(u64::from(shape_milli))),
+                    Arrival::Gamma { shape_milli } => {
+                        format!("gamma k={}", milli(u64::from(shape_milli)))
+                    }
                 };
-                write!(f, "open loop, {} req/s {a}, cap {in_flight_cap}", milli(rate_milli_rps))
+                write!(
+                    f,
+                    "open loop, {} req/s {a}, cap {in_flight_cap}",
+                    milli(rate_milli_rps)
+                )
             }
         }
     }
@@ -427,7 +447,10 @@ pub struct RawField {
 impl RawField {
     /// A declared value.
     pub fn declared(text: impl Into<String>) -> Self {
-        Self { text: text.into(), source: Provenance::Declared }
+        Self {
+            text: text.into(),
+            source: Provenance::Declared,
+        }
     }
 }
 
@@ -591,7 +614,11 @@ impl fmt::Display for PinProblem {
         match &self.problem {
             Problem::Missing => write!(f, "{}: {field} is missing", self.pin.label()),
             Problem::Invalid { expected } => {
-                write!(f, "{}: {field} is invalid (expected {expected})", self.pin.label())
+                write!(
+                    f,
+                    "{}: {field} is invalid (expected {expected})",
+                    self.pin.label()
+                )
             }
         }
     }
@@ -640,11 +667,20 @@ impl<'a> Parser<'a> {
         let problem = if text.is_empty() {
             Problem::Missing
         } else if let Some(value) = parse(text) {
-            return Some(Pinned { value, provenance: field.source.clone() });
+            return Some(Pinned {
+                value,
+                provenance: field.source.clone(),
+            });
         } else {
-            Problem::Invalid { expected: expected.to_owned() }
+            Problem::Invalid {
+                expected: expected.to_owned(),
+            }
         };
-        self.problems.push(PinProblem { pin: Self::pin_of(name), field: name.to_owned(), problem });
+        self.problems.push(PinProblem {
+            pin: Self::pin_of(name),
+            field: name.to_owned(),
+            problem,
+        });
         None
     }
 
@@ -708,7 +744,11 @@ pub fn parse_param_count(t: &str) -> Option<u64> {
 }
 
 fn parse_args(t: &str, name: &str) -> Option<Vec<u32>> {
-    let inner = t.strip_prefix(name)?.trim().strip_prefix('(')?.strip_suffix(')')?;
+    let inner = t
+        .strip_prefix(name)?
+        .trim()
+        .strip_prefix('(')?
+        .strip_suffix(')')?;
     inner.split(',').map(|a| parse_u32(a.trim())).collect()
 }
 
@@ -727,7 +767,12 @@ pub fn parse_length_dist(t: &str) -> Option<LengthDist> {
     if let Some(a) = parse_args(&t, "normal") {
         return match a[..] {
             [mean, std, min, max] if min >= 1 && min <= mean && mean <= max => {
-                Some(LengthDist::NormalClipped { mean, std, min, max })
+                Some(LengthDist::NormalClipped {
+                    mean,
+                    std,
+                    min,
+                    max,
+                })
             }
             _ => None,
         };
@@ -738,7 +783,10 @@ pub fn parse_length_dist(t: &str) -> Option<LengthDist> {
 /// Parses `64`, `64 requests` or `30s` / `1.5 s`.
 pub fn parse_span(t: &str) -> Option<Span> {
     let t = t.trim().to_ascii_lowercase();
-    if let Some(n) = t.strip_suffix("requests").or_else(|| t.strip_suffix("request")) {
+    if let Some(n) = t
+        .strip_suffix("requests")
+        .or_else(|| t.strip_suffix("request"))
+    {
         return parse_u32(n.trim()).map(|count| Span::Requests { count });
     }
     if let Some(s) = t.strip_suffix('s') {
@@ -757,7 +805,11 @@ fn parse_arrival(t: &str) -> Option<Arrival> {
     if t == "poisson" {
         return Some(Arrival::Poisson);
     }
-    let inner = t.strip_prefix("gamma")?.trim().strip_prefix('(')?.strip_suffix(')')?;
+    let inner = t
+        .strip_prefix("gamma")?
+        .trim()
+        .strip_prefix('(')?
+        .strip_suffix(')')?;
     let shape_milli = u32::try_from(parse_milli(inner)?).ok().filter(|&s| s > 0)?;
     Some(Arrival::Gamma { shape_milli })
 }
@@ -765,18 +817,26 @@ fn parse_arrival(t: &str) -> Option<Arrival> {
 fn parse_kv_capacity(t: &str) -> Option<KvCapacity> {
     let t = t.trim().to_ascii_lowercase();
     if let Some(f) = t.strip_prefix("gpu:") {
-        let milli = u32::try_from(parse_milli(f)?).ok().filter(|&m| m > 0 && m <= 1000)?;
+        let milli = u32::try_from(parse_milli(f)?)
+            .ok()
+            .filter(|&m| m > 0 && m <= 1000)?;
         return Some(KvCapacity::GpuMemoryUtilization { milli });
     }
     let t = t.strip_suffix("tokens").unwrap_or(&t).trim();
-    t.replace('_', "").parse().ok().filter(|&v: &u64| v > 0).map(|tokens| KvCapacity::Tokens { tokens })
+    t.replace('_', "")
+        .parse()
+        .ok()
+        .filter(|&v: &u64| v > 0)
+        .map(|tokens| KvCapacity::Tokens { tokens })
 }
 
 /// Normalises a base URL: `http(s)://host[:port][/path]`, without credentials, query,
 /// fragment, trailing slash or trailing `/v1`.
 pub fn parse_base_url(t: &str) -> Option<String> {
     let t = t.trim();
-    let rest = t.strip_prefix("http://").or_else(|| t.strip_prefix("https://"))?;
+    let rest = t
+        .strip_prefix("http://")
+        .or_else(|| t.strip_prefix("https://"))?;
     let scheme = &t[..t.len() - rest.len()];
     if rest.contains(['?', '#', ' ']) {
         return None;
@@ -802,45 +862,94 @@ impl TryFrom<&RawConfig> for RunConfig {
     type Error = PinError;
 
     fn try_from(raw: &RawConfig) -> Result<Self, PinError> {
-        let mut p = Parser { raw, problems: Vec::new() };
-        let url = p.get("endpoint_url", "http(s)://host:port without credentials", parse_base_url);
+        let mut p = Parser {
+            raw,
+            problems: Vec::new(),
+        };
+        let url = p.get(
+            "endpoint_url",
+            "http(s)://host:port without credentials",
+            parse_base_url,
+        );
         let dialect = p.get("dialect", "completions or chat", |t| {
-            parse_choice(t, &[("completions", Dialect::Completions), ("chat", Dialect::Chat)])
+            parse_choice(
+                t,
+                &[
+                    ("completions", Dialect::Completions),
+                    ("chat", Dialect::Chat),
+                ],
+            )
         });
         let model_id = p.get("model_id", "the API model id", |t| Some(t.to_owned()));
-        let params = p.disclosed("model_params", "a parameter count like 8B or 270M", parse_param_count);
-        let quant = p.disclosed("model_quant", "a precision like bf16 or Q4_K_M", |t| Some(t.to_owned()));
-        let engine = p.disclosed("model_engine", "an engine and version like vLLM 0.11", |t| Some(t.to_owned()));
+        let params = p.disclosed(
+            "model_params",
+            "a parameter count like 8B or 270M",
+            parse_param_count,
+        );
+        let quant = p.disclosed("model_quant", "a precision like bf16 or Q4_K_M", |t| {
+            Some(t.to_owned())
+        });
+        let engine = p.disclosed(
+            "model_engine",
+            "an engine and version like vLLM 0.11",
+            |t| Some(t.to_owned()),
+        );
         let dist_help = "a token count, uniform(min,max) or normal(mean,std,min,max)";
         let prompt_len = p.get("prompt_tokens", dist_help, parse_length_dist);
-        let exactness = p.get("prompt_exactness", "server_tokenizer, usage_calibrated or approximate", |t| {
-            parse_choice(t, &[
-                ("server_tokenizer", PromptExactness::ServerTokenizer),
-                ("usage_calibrated", PromptExactness::UsageCalibrated),
-                ("approximate", PromptExactness::Approximate),
-            ])
-        });
+        let exactness = p.get(
+            "prompt_exactness",
+            "server_tokenizer, usage_calibrated or approximate",
+            |t| {
+                parse_choice(
+                    t,
+                    &[
+                        ("server_tokenizer", PromptExactness::ServerTokenizer),
+                        ("usage_calibrated", PromptExactness::UsageCalibrated),
+                        ("approximate", PromptExactness::Approximate),
+                    ],
+                )
+            },
+        );
         let output_len = p.get("output_tokens", dist_help, parse_length_dist);
-        let enforcement = p.get("output_enforcement", "ignore_eos, min_tokens, both or none", |t| {
-            parse_choice(t, &[
-                ("ignore_eos", LengthEnforcement::IgnoreEos),
-                ("min_tokens", LengthEnforcement::MinTokens),
-                ("both", LengthEnforcement::Both),
-                ("none", LengthEnforcement::None),
-            ])
+        let enforcement = p.get(
+            "output_enforcement",
+            "ignore_eos, min_tokens, both or none",
+            |t| {
+                parse_choice(
+                    t,
+                    &[
+                        ("ignore_eos", LengthEnforcement::IgnoreEos),
+                        ("min_tokens", LengthEnforcement::MinTokens),
+                        ("both", LengthEnforcement::Both),
+                        ("none", LengthEnforcement::None),
+                    ],
+                )
+            },
+        );
+        let mode = p.get("load_mode", "closed or open", |t| {
+            parse_choice(t, &[("closed", true), ("open", false)])
         });
-        let mode = p.get("load_mode", "closed or open", |t| parse_choice(t, &[("closed", true), ("open", false)]));
         let steps = match mode.as_ref().map(|m| m.value) {
             Some(true) => p
-                .get("concurrency", "a concurrency ≥ 1, or a comma list for a sweep", |t| parse_list(t, parse_positive_u32))
+                .get(
+                    "concurrency",
+                    "a concurrency ≥ 1, or a comma list for a sweep",
+                    |t| parse_list(t, parse_positive_u32),
+                )
                 .map(|c| Pinned {
-                    value: c.value.into_iter().map(|concurrency| LoadStep::Closed { concurrency }).collect::<Vec<_>>(),
+                    value: c
+                        .value
+                        .into_iter()
+                        .map(|concurrency| LoadStep::Closed { concurrency })
+                        .collect::<Vec<_>>(),
                     provenance: c.provenance,
                 }),
             Some(false) => {
-                let rates = p.get("rate_rps", "a rate in req/s > 0, or a comma list for a sweep", |t| {
-                    parse_list(t, |r| parse_milli(r).filter(|&m| m > 0))
-                });
+                let rates = p.get(
+                    "rate_rps",
+                    "a rate in req/s > 0, or a comma list for a sweep",
+                    |t| parse_list(t, |r| parse_milli(r).filter(|&m| m > 0)),
+                );
                 let arrival = p.get("arrival", "poisson or gamma(shape)", parse_arrival);
                 let cap = p.get("in_flight_cap", "a count ≥ 1", parse_positive_u32);
                 match (rates, arrival, cap) {
@@ -848,7 +957,11 @@ impl TryFrom<&RawConfig> for RunConfig {
                         value: r
                             .value
                             .into_iter()
-                            .map(|rate_milli_rps| LoadStep::Open { rate_milli_rps, arrival: a.value, in_flight_cap: c.value })
+                            .map(|rate_milli_rps| LoadStep::Open {
+                                rate_milli_rps,
+                                arrival: a.value,
+                                in_flight_cap: c.value,
+                            })
                             .collect(),
                         provenance: r.provenance,
                     }),
@@ -857,60 +970,107 @@ impl TryFrom<&RawConfig> for RunConfig {
             }
             None => None,
         };
-        let stall = p.get("stall_timeout_s", "seconds > 0", |t| parse_milli(t).filter(|&m| m > 0));
+        let stall = p.get("stall_timeout_s", "seconds > 0", |t| {
+            parse_milli(t).filter(|&m| m > 0)
+        });
         let max_model_len = p.disclosed("max_model_len", "tokens", parse_positive_u32);
         let capacity = p.disclosed("kv_capacity", "KV tokens, or gpu:0.9", parse_kv_capacity);
         let max_num_seqs = p.disclosed("max_num_seqs", "a count", parse_positive_u32);
-        let phases = p.get("phases", "colocated, disaggregated, chunked_prefill or undisclosed", |t| {
-            parse_choice(t, &[
-                ("colocated", PhaseMode::Colocated),
-                ("disaggregated", PhaseMode::Disaggregated),
-                ("chunked_prefill", PhaseMode::ChunkedPrefill),
-                ("undisclosed", PhaseMode::Undisclosed),
-            ])
-        });
+        let phases = p.get(
+            "phases",
+            "colocated, disaggregated, chunked_prefill or undisclosed",
+            |t| {
+                parse_choice(
+                    t,
+                    &[
+                        ("colocated", PhaseMode::Colocated),
+                        ("disaggregated", PhaseMode::Disaggregated),
+                        ("chunked_prefill", PhaseMode::ChunkedPrefill),
+                        ("undisclosed", PhaseMode::Undisclosed),
+                    ],
+                )
+            },
+        );
         let scheduling = p.get("scheduling", "continuous, static or undisclosed", |t| {
-            parse_choice(t, &[
-                ("continuous", Scheduling::Continuous),
-                ("static", Scheduling::Static),
-                ("undisclosed", Scheduling::Undisclosed),
-            ])
+            parse_choice(
+                t,
+                &[
+                    ("continuous", Scheduling::Continuous),
+                    ("static", Scheduling::Static),
+                    ("undisclosed", Scheduling::Undisclosed),
+                ],
+            )
         });
         let span_help = "a request count like 8 or a duration like 10s";
         let warmup = p.get("warmup", span_help, parse_span);
         let measured = p.get("measured", "a request count ≥ 1 or a duration > 0", |t| {
-            parse_span(t).filter(|s| !matches!(s, Span::Requests { count: 0 } | Span::Duration { ms: 0 }))
+            parse_span(t)
+                .filter(|s| !matches!(s, Span::Requests { count: 0 } | Span::Duration { ms: 0 }))
         });
         let cooldown = p.get("cooldown", span_help, parse_span);
         let nonce = p.get("nonce_prefix", "on or off", |t| {
-            parse_choice(t, &[("on", true), ("off", false), ("true", true), ("false", false)])
+            parse_choice(
+                t,
+                &[
+                    ("on", true),
+                    ("off", false),
+                    ("true", true),
+                    ("false", false),
+                ],
+            )
         });
         let temperature = p.get("temperature", "a number ≥ 0", |t| {
             t.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
         });
-        let extra = p.get("sampling_extra", "a JSON object such as {} or {\"top_p\":0.9}", |t| {
-            serde_json::from_str::<BTreeMap<String, serde_json::Value>>(t).ok()
-        });
+        let extra = p.get(
+            "sampling_extra",
+            "a JSON object such as {} or {\"top_p\":0.9}",
+            |t| serde_json::from_str::<BTreeMap<String, serde_json::Value>>(t).ok(),
+        );
 
         if !p.problems.is_empty() {
             return Err(PinError::Unpinned(p.problems));
         }
         // Every `Option` below is `Some` when no problem was recorded.
         let unpinned = || PinError::Unpinned(Vec::new());
-        let (url, dialect, model_id, params, quant, engine) =
-            (url.ok_or_else(unpinned)?, dialect.ok_or_else(unpinned)?, model_id.ok_or_else(unpinned)?, params.ok_or_else(unpinned)?, quant.ok_or_else(unpinned)?, engine.ok_or_else(unpinned)?);
+        let (url, dialect, model_id, params, quant, engine) = (
+            url.ok_or_else(unpinned)?,
+            dialect.ok_or_else(unpinned)?,
+            model_id.ok_or_else(unpinned)?,
+            params.ok_or_else(unpinned)?,
+            quant.ok_or_else(unpinned)?,
+            engine.ok_or_else(unpinned)?,
+        );
         let (steps, stall) = (steps.ok_or_else(unpinned)?, stall.ok_or_else(unpinned)?);
-        let (warmup, measured, cooldown) = (warmup.ok_or_else(unpinned)?, measured.ok_or_else(unpinned)?, cooldown.ok_or_else(unpinned)?);
-        let (temperature, extra) = (temperature.ok_or_else(unpinned)?, extra.ok_or_else(unpinned)?);
+        let (warmup, measured, cooldown) = (
+            warmup.ok_or_else(unpinned)?,
+            measured.ok_or_else(unpinned)?,
+            cooldown.ok_or_else(unpinned)?,
+        );
+        let (temperature, extra) = (
+            temperature.ok_or_else(unpinned)?,
+            extra.ok_or_else(unpinned)?,
+        );
         Ok(RunConfig {
-            endpoint: Endpoint { base_url: url.value, dialect: dialect.value },
-            model: ModelPin { id: model_id, params, quantization: quant, engine },
+            endpoint: Endpoint {
+                base_url: url.value,
+                dialect: dialect.value,
+            },
+            model: ModelPin {
+                id: model_id,
+                params,
+                quantization: quant,
+                engine,
+            },
             prompt_len: prompt_len.ok_or_else(unpinned)?,
             prompt_exactness: exactness.ok_or_else(unpinned)?,
             output_len: output_len.ok_or_else(unpinned)?,
             output_enforcement: enforcement.ok_or_else(unpinned)?,
             load: Pinned {
-                value: Load { steps: steps.value, stall_timeout_ms: stall.value },
+                value: Load {
+                    steps: steps.value,
+                    stall_timeout_ms: stall.value,
+                },
                 provenance: steps.provenance,
             },
             kv: KvPin {
@@ -921,12 +1081,26 @@ impl TryFrom<&RawConfig> for RunConfig {
             phases: phases.ok_or_else(unpinned)?,
             scheduling: scheduling.ok_or_else(unpinned)?,
             window: Pinned {
-                value: WindowPlan { warmup: warmup.value, measured: measured.value, cooldown: cooldown.value },
+                value: WindowPlan {
+                    warmup: warmup.value,
+                    measured: measured.value,
+                    cooldown: cooldown.value,
+                },
                 provenance: measured.provenance,
             },
-            cache: nonce.map(|n| Pinned { value: CachePolicy { nonce_prefix: n.value }, provenance: n.provenance }).ok_or_else(unpinned)?,
+            cache: nonce
+                .map(|n| Pinned {
+                    value: CachePolicy {
+                        nonce_prefix: n.value,
+                    },
+                    provenance: n.provenance,
+                })
+                .ok_or_else(unpinned)?,
             sampling: Pinned {
-                value: Sampling { temperature: temperature.value, extra: extra.value },
+                value: Sampling {
+                    temperature: temperature.value,
+                    extra: extra.value,
+                },
                 provenance: temperature.provenance,
             },
         })
@@ -958,19 +1132,27 @@ impl FitInputs {
         }
         let closed = parse_choice(&raw.load_mode.text, &[("closed", true), ("open", false)]);
         let concurrency = match closed {
-            Some(true) => known(&raw.concurrency).and_then(|t| parse_list(t, parse_positive_u32)).and_then(|v| v.into_iter().max()),
+            Some(true) => known(&raw.concurrency)
+                .and_then(|t| parse_list(t, parse_positive_u32))
+                .and_then(|v| v.into_iter().max()),
             Some(false) => known(&raw.in_flight_cap).and_then(parse_positive_u32),
             None => None,
         };
         Self {
             concurrency,
-            prompt_max: known(&raw.prompt_tokens).and_then(parse_length_dist).map(|d| d.max()),
-            output_max: known(&raw.output_tokens).and_then(parse_length_dist).map(|d| d.max()),
+            prompt_max: known(&raw.prompt_tokens)
+                .and_then(parse_length_dist)
+                .map(|d| d.max()),
+            output_max: known(&raw.output_tokens)
+                .and_then(parse_length_dist)
+                .map(|d| d.max()),
             max_model_len: known(&raw.max_model_len).and_then(parse_positive_u32),
-            kv_tokens: known(&raw.kv_capacity).and_then(parse_kv_capacity).and_then(|c| match c {
-                KvCapacity::Tokens { tokens } => Some(tokens),
-                KvCapacity::GpuMemoryUtilization { .. } => None,
-            }),
+            kv_tokens: known(&raw.kv_capacity)
+                .and_then(parse_kv_capacity)
+                .and_then(|c| match c {
+                    KvCapacity::Tokens { tokens } => Some(tokens),
+                    KvCapacity::GpuMemoryUtilization { .. } => None,
+                }),
             max_num_seqs: known(&raw.max_num_seqs).and_then(parse_positive_u32),
         }
     }
@@ -978,7 +1160,13 @@ impl FitInputs {
     /// Reads a pinned configuration.
     pub fn from_config(cfg: &RunConfig) -> Self {
         Self {
-            concurrency: cfg.load.value.steps.iter().map(|s| s.max_concurrency()).max(),
+            concurrency: cfg
+                .load
+                .value
+                .steps
+                .iter()
+                .map(|s| s.max_concurrency())
+                .max(),
             prompt_max: Some(cfg.prompt_len.value.max()),
             output_max: Some(cfg.output_len.value.max()),
             max_model_len: cfg.kv.max_model_len.value.known().copied(),
@@ -1022,7 +1210,9 @@ pub fn fit_check(i: &FitInputs) -> FitCheck {
     let per_seq = match (i.prompt_max, i.output_max) {
         (Some(p), Some(o)) => Some(u64::from(p) + u64::from(o)),
         _ => {
-            lines.push("Prompt and output lengths are not pinned yet: the fit cannot be checked.".into());
+            lines.push(
+                "Prompt and output lengths are not pinned yet: the fit cannot be checked.".into(),
+            );
             worse(FitVerdict::Unknown, &mut verdict);
             None
         }
@@ -1032,9 +1222,14 @@ pub fn fit_check(i: &FitInputs) -> FitCheck {
             lines.push(format!("A request needs up to {s} tokens of context but max model length is {m}: the server will reject or cut such requests."));
             worse(FitVerdict::Rejects, &mut verdict);
         }
-        (Some(s), Some(m)) => lines.push(format!("A request needs up to {s} tokens of context; max model length {m} holds it.")),
+        (Some(s), Some(m)) => lines.push(format!(
+            "A request needs up to {s} tokens of context; max model length {m} holds it."
+        )),
         (Some(_), None) => {
-            lines.push("Max model length is undisclosed: whether the longest requests fit is unknown.".into());
+            lines.push(
+                "Max model length is undisclosed: whether the longest requests fit is unknown."
+                    .into(),
+            );
             worse(FitVerdict::Unknown, &mut verdict);
         }
         (None, _) => {}
@@ -1044,7 +1239,9 @@ pub fn fit_check(i: &FitInputs) -> FitCheck {
             lines.push(format!("Concurrency {c} exceeds the server's {m} concurrent sequences: {} requests will wait in the server queue.", c - m));
             worse(FitVerdict::Queues, &mut verdict);
         }
-        (Some(c), Some(m)) => lines.push(format!("Concurrency {c} is within the server's {m} concurrent sequences.")),
+        (Some(c), Some(m)) => lines.push(format!(
+            "Concurrency {c} is within the server's {m} concurrent sequences."
+        )),
         (None, _) => {
             lines.push("Load is not pinned yet: concurrency is unknown.".into());
             worse(FitVerdict::Unknown, &mut verdict);
@@ -1062,11 +1259,17 @@ pub fn fit_check(i: &FitInputs) -> FitCheck {
                 lines.push(format!("{c} streams × {s} tokens = {need} KV tokens, but the KV cache holds {kv}: only {fit} sequences fit at full length; the rest will queue or be preempted."));
                 worse(FitVerdict::Queues, &mut verdict);
             } else {
-                lines.push(format!("{c} streams × {s} tokens = {need} KV tokens of {kv} ({}%).", need * 100 / kv.max(1)));
+                lines.push(format!(
+                    "{c} streams × {s} tokens = {need} KV tokens of {kv} ({}%).",
+                    need * 100 / kv.max(1)
+                ));
             }
         }
         (Some(_), Some(_), None) => {
-            lines.push("KV capacity in tokens is undisclosed: whether the load fits the cache is unknown.".into());
+            lines.push(
+                "KV capacity in tokens is undisclosed: whether the load fits the cache is unknown."
+                    .into(),
+            );
             worse(FitVerdict::Unknown, &mut verdict);
         }
         _ => {}
@@ -1117,16 +1320,25 @@ mod tests {
         let mut raw = full_raw();
         raw.max_model_len = RawField {
             text: "4096".into(),
-            source: Provenance::Probed { url: "http://127.0.0.1:8000/v1/models".into(), field: "data[0].max_model_len".into() },
+            source: Provenance::Probed {
+                url: "http://127.0.0.1:8000/v1/models".into(),
+                field: "data[0].max_model_len".into(),
+            },
         };
         let cfg = RunConfig::try_from(&raw).expect("pinned");
         assert_eq!(cfg.endpoint.base_url, "http://127.0.0.1:8000");
         assert_eq!(cfg.model.params.value, Disclosure::Value(8_000_000_000));
         assert_eq!(cfg.model.engine.value, Disclosure::Undisclosed);
-        assert_eq!(cfg.load.value.steps, vec![LoadStep::Closed { concurrency: 8 }]);
+        assert_eq!(
+            cfg.load.value.steps,
+            vec![LoadStep::Closed { concurrency: 8 }]
+        );
         assert_eq!(cfg.load.value.stall_timeout_ms, 30_000);
         assert_eq!(cfg.window.value.measured, Span::Requests { count: 64 });
-        assert!(matches!(cfg.kv.max_model_len.provenance, Provenance::Probed { .. }));
+        assert!(matches!(
+            cfg.kv.max_model_len.provenance,
+            Provenance::Probed { .. }
+        ));
         assert_eq!(cfg.kv.max_model_len.value, Disclosure::Value(4096));
         let json = serde_json::to_string(&cfg).expect("ser");
         let back: RunConfig = serde_json::from_str(&json).expect("de");
@@ -1137,11 +1349,33 @@ mod tests {
     fn every_missing_pin_is_named() {
         let err = RunConfig::try_from(&RawConfig::default()).expect_err("nothing pinned");
         let fields: Vec<&str> = err.problems().iter().map(|p| p.field.as_str()).collect();
-        for must in ["endpoint_url", "model_id", "model_params", "prompt_tokens", "output_tokens", "load_mode", "max_model_len", "kv_capacity", "max_num_seqs", "phases", "scheduling", "warmup", "measured", "cooldown", "nonce_prefix", "temperature", "sampling_extra"] {
+        for must in [
+            "endpoint_url",
+            "model_id",
+            "model_params",
+            "prompt_tokens",
+            "output_tokens",
+            "load_mode",
+            "max_model_len",
+            "kv_capacity",
+            "max_num_seqs",
+            "phases",
+            "scheduling",
+            "warmup",
+            "measured",
+            "cooldown",
+            "nonce_prefix",
+            "temperature",
+            "sampling_extra",
+        ] {
             assert!(fields.contains(&must), "{must} not named in {fields:?}");
         }
         assert!(err.problems().iter().all(|p| p.problem == Problem::Missing));
-        assert!(err.to_string().contains("KV cache budget: kv capacity is missing"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("KV cache budget: kv capacity is missing"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -1181,7 +1415,10 @@ mod tests {
             let mut raw = full_raw();
             raw.field_mut(name).expect("field").text = text.into();
             let err = RunConfig::try_from(&raw).expect_err(text);
-            assert!(matches!(err.problems()[0].problem, Problem::Invalid { .. }), "{name}={text}");
+            assert!(
+                matches!(err.problems()[0].problem, Problem::Invalid { .. }),
+                "{name}={text}"
+            );
         }
     }
 
@@ -1208,13 +1445,28 @@ mod tests {
         assert_eq!(
             cfg.load.value.steps,
             vec![
-                LoadStep::Open { rate_milli_rps: 500, arrival: Arrival::Gamma { shape_milli: 500 }, in_flight_cap: 64 },
-                LoadStep::Open { rate_milli_rps: 1000, arrival: Arrival::Gamma { shape_milli: 500 }, in_flight_cap: 64 },
-                LoadStep::Open { rate_milli_rps: 2250, arrival: Arrival::Gamma { shape_milli: 500 }, in_flight_cap: 64 },
+                LoadStep::Open {
+                    rate_milli_rps: 500,
+                    arrival: Arrival::Gamma { shape_milli: 500 },
+                    in_flight_cap: 64
+                },
+                LoadStep::Open {
+                    rate_milli_rps: 1000,
+                    arrival: Arrival::Gamma { shape_milli: 500 },
+                    in_flight_cap: 64
+                },
+                LoadStep::Open {
+                    rate_milli_rps: 2250,
+                    arrival: Arrival::Gamma { shape_milli: 500 },
+                    in_flight_cap: 64
+                },
             ]
         );
         raw.arrival.text.clear();
-        assert_eq!(RunConfig::try_from(&raw).expect_err("arrival").problems()[0].field, "arrival");
+        assert_eq!(
+            RunConfig::try_from(&raw).expect_err("arrival").problems()[0].field,
+            "arrival"
+        );
     }
 
     #[test]
@@ -1228,28 +1480,91 @@ mod tests {
         assert_eq!(parse_milli("1.2345"), None);
         assert_eq!(parse_span("30s"), Some(Span::Duration { ms: 30_000 }));
         assert_eq!(parse_span("1.5 s"), Some(Span::Duration { ms: 1_500 }));
-        assert_eq!(parse_length_dist("normal(1000,200,500,1500)"), Some(LengthDist::NormalClipped { mean: 1000, std: 200, min: 500, max: 1500 }));
-        assert_eq!(parse_base_url("https://api.example.com/v1"), Some("https://api.example.com".into()));
+        assert_eq!(
+            parse_length_dist("normal(1000,200,500,1500)"),
+            Some(LengthDist::NormalClipped {
+                mean: 1000,
+                std: 200,
+                min: 500,
+                max: 1500
+            })
+        );
+        assert_eq!(
+            parse_base_url("https://api.example.com/v1"),
+            Some("https://api.example.com".into())
+        );
         assert_eq!(parse_base_url("http://h:1/x?key=1"), None);
         assert_eq!(milli(2500), "2.5");
-        assert_eq!(LengthDist::Uniform { min: 10, max: 20 }.sample(0.9999, 0.0), 20);
-        assert_eq!(LengthDist::NormalClipped { mean: 100, std: 10, min: 90, max: 120 }.sample(0.0, -5.0), 90);
+        assert_eq!(
+            LengthDist::Uniform { min: 10, max: 20 }.sample(0.9999, 0.0),
+            20
+        );
+        assert_eq!(
+            LengthDist::NormalClipped {
+                mean: 100,
+                std: 10,
+                min: 90,
+                max: 120
+            }
+            .sample(0.0, -5.0),
+            90
+        );
     }
 
     #[test]
     fn fit_check_findings() {
-        let base = FitInputs { concurrency: Some(8), prompt_max: Some(128), output_max: Some(128), max_model_len: Some(4096), kv_tokens: Some(65_536), max_num_seqs: Some(256) };
+        let base = FitInputs {
+            concurrency: Some(8),
+            prompt_max: Some(128),
+            output_max: Some(128),
+            max_model_len: Some(4096),
+            kv_tokens: Some(65_536),
+            max_num_seqs: Some(256),
+        };
         let ok = fit_check(&base);
         assert_eq!(ok.verdict, FitVerdict::Fits, "{:?}", ok.lines);
-        assert!(ok.lines.iter().any(|l| l.contains("2048 KV tokens of 65536")), "{:?}", ok.lines);
-        let kv = fit_check(&FitInputs { concurrency: Some(16), prompt_max: Some(8000), output_max: Some(4000), max_model_len: Some(16_384), ..base });
+        assert!(
+            ok.lines
+                .iter()
+                .any(|l| l.contains("2048 KV tokens of 65536")),
+            "{:?}",
+            ok.lines
+        );
+        let kv = fit_check(&FitInputs {
+            concurrency: Some(16),
+            prompt_max: Some(8000),
+            output_max: Some(4000),
+            max_model_len: Some(16_384),
+            ..base
+        });
         assert_eq!(kv.verdict, FitVerdict::Queues);
-        assert!(kv.lines.iter().any(|l| l.contains("only 5 sequences fit")), "{:?}", kv.lines);
-        let long = fit_check(&FitInputs { prompt_max: Some(4000), output_max: Some(200), ..base });
+        assert!(
+            kv.lines.iter().any(|l| l.contains("only 5 sequences fit")),
+            "{:?}",
+            kv.lines
+        );
+        let long = fit_check(&FitInputs {
+            prompt_max: Some(4000),
+            output_max: Some(200),
+            ..base
+        });
         assert_eq!(long.verdict, FitVerdict::Rejects);
-        let seqs = fit_check(&FitInputs { max_num_seqs: Some(4), ..base });
-        assert!(seqs.lines.iter().any(|l| l.contains("4 requests will wait")));
-        assert_eq!(fit_check(&FitInputs { kv_tokens: None, ..base }).verdict, FitVerdict::Unknown);
+        let seqs = fit_check(&FitInputs {
+            max_num_seqs: Some(4),
+            ..base
+        });
+        assert!(seqs
+            .lines
+            .iter()
+            .any(|l| l.contains("4 requests will wait")));
+        assert_eq!(
+            fit_check(&FitInputs {
+                kv_tokens: None,
+                ..base
+            })
+            .verdict,
+            FitVerdict::Unknown
+        );
         let cfg = RunConfig::try_from(&full_raw()).expect("pinned");
         assert_eq!(FitInputs::from_config(&cfg), base);
         assert_eq!(FitInputs::from_raw(&full_raw()), base);

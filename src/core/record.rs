@@ -294,7 +294,9 @@ pub mod chunk_codec {
     }
 
     /// serde adapter.
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<TokenChunk>, D::Error> {
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<TokenChunk>, D::Error> {
         let text = String::deserialize(d)?;
         decode(&text).map_err(serde::de::Error::custom)
     }
@@ -417,7 +419,9 @@ impl RequestTimeline {
             Ok(StreamEvent::Chunk(c)) => {
                 let mut tokens = 0u64;
                 if let Some(u) = c.usage {
-                    let increment = u.completion_tokens.saturating_sub(self.last_usage_completion);
+                    let increment = u
+                        .completion_tokens
+                        .saturating_sub(self.last_usage_completion);
                     if !self.continuous && c.has_text() {
                         // Usage on a text chunk: the server streams usage with every chunk.
                         // Earlier usage-only increments were tokens too (text held back by
@@ -515,8 +519,7 @@ impl RequestTimeline {
             (false, Some(u)) => {
                 // Spread the server's total evenly over the chunks (chunk i gets
                 // floor((i+1)U/K) - floor(iU/K)); chunks that get 0 are dropped.
-                let k = rec.chunks.len() as u64;
-                if k > 0 {
+                if let Some(k) = std::num::NonZeroU64::new(rec.chunks.len() as u64) {
                     let total = u.completion_tokens;
                     let mut out = Vec::with_capacity(rec.chunks.len());
                     for (i, c) in rec.chunks.iter().enumerate() {
@@ -665,7 +668,10 @@ mod tests {
         let rec = run(
             Dialect::Completions,
             &[
-                (2_000, "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n"),
+                (
+                    2_000,
+                    "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n",
+                ),
                 (3_000, "data: {oops\n\n"),
                 (4_000, "data: {\"choices\":[{\"index\":0,\"text\":\"y\"}]}"),
             ],
@@ -685,7 +691,12 @@ mod tests {
             &[(2_000, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n")],
             3_000,
         );
-        assert_eq!(rec.outcome, Outcome::StreamError { message: "overloaded".into() });
+        assert_eq!(
+            rec.outcome,
+            Outcome::StreamError {
+                message: "overloaded".into()
+            }
+        );
         assert_eq!(rec.outcome.kind(), "stream_error");
         let ok_no_done = run(
             Dialect::Chat,
@@ -698,7 +709,14 @@ mod tests {
 
     #[test]
     fn events_after_done_and_non_streaming() {
-        let rec = run(Dialect::Completions, &[(2_000, "data: [DONE]\n\ndata: {\"choices\":[{\"text\":\"late\"}]}\n\n")], 3_000);
+        let rec = run(
+            Dialect::Completions,
+            &[(
+                2_000,
+                "data: [DONE]\n\ndata: {\"choices\":[{\"text\":\"late\"}]}\n\n",
+            )],
+            3_000,
+        );
         assert_eq!(rec.anomalies.events_after_done, 1);
         assert!(rec.chunks.is_empty());
         let mut tl = RequestTimeline::new(3, 0, Dialect::Chat, 8, 4, 10);
@@ -707,13 +725,22 @@ mod tests {
         let rec = tl.finish(40, StreamEnd::Eof);
         assert_eq!(rec.outcome, Outcome::NotStreaming);
         let tl = RequestTimeline::new(4, 0, Dialect::Chat, 8, 4, 10);
-        let rec = tl.finish(50, StreamEnd::Failed(Outcome::Http { status: 429, message: "slow down".into() }));
+        let rec = tl.finish(
+            50,
+            StreamEnd::Failed(Outcome::Http {
+                status: 429,
+                message: "slow down".into(),
+            }),
+        );
         assert_eq!(rec.outcome.kind(), "http_429");
     }
 
     #[test]
     fn error_bodies_give_their_message() {
-        assert_eq!(error_message_from_body(r#"{"error":{"message":"bad key","type":"auth"}}"#), "bad key");
+        assert_eq!(
+            error_message_from_body(r#"{"error":{"message":"bad key","type":"auth"}}"#),
+            "bad key"
+        );
         assert_eq!(error_message_from_body("plain text"), "plain text");
     }
 
@@ -721,7 +748,16 @@ mod tests {
     fn record_serde_round_trip_with_compact_chunks() {
         let rec = run(
             Dialect::Completions,
-            &[(2_000, "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n"), (2_345, "data: {\"choices\":[{\"index\":0,\"text\":\"y\"}]}\n\ndata: [DONE]\n\n")],
+            &[
+                (
+                    2_000,
+                    "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n",
+                ),
+                (
+                    2_345,
+                    "data: {\"choices\":[{\"index\":0,\"text\":\"y\"}]}\n\ndata: [DONE]\n\n",
+                ),
+            ],
             2_400,
         );
         let json = serde_json::to_string(&rec).expect("ser");
@@ -729,7 +765,10 @@ mod tests {
         assert_eq!(back, rec);
         let mut v: serde_json::Value = serde_json::from_str(&json).expect("v");
         v["surprise"] = serde_json::json!(1);
-        assert!(serde_json::from_value::<RequestRecord>(v).is_err(), "unknown fields are rejected");
+        assert!(
+            serde_json::from_value::<RequestRecord>(v).is_err(),
+            "unknown fields are rejected"
+        );
     }
 
     #[test]

@@ -77,7 +77,10 @@ pub struct Tool {
 impl Tool {
     /// This build of pinbench.
     pub fn this() -> Self {
-        Self { name: env!("CARGO_PKG_NAME").into(), version: env!("CARGO_PKG_VERSION").into() }
+        Self {
+            name: env!("CARGO_PKG_NAME").into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
     }
 }
 
@@ -127,7 +130,16 @@ impl ReportBody {
     ) -> Result<Self, ReportError> {
         let summary = metrics::summarize(&records, &MetricsPlan::from_config(&config, slo))?;
         let client = metrics::client_verdict(&records, &summary, env);
-        Ok(Self { tool: Tool::this(), created, config, slo, probes, client, records, summary })
+        Ok(Self {
+            tool: Tool::this(),
+            created,
+            config,
+            slo,
+            probes,
+            client,
+            records,
+            summary,
+        })
     }
 }
 
@@ -163,14 +175,24 @@ pub struct Report {
 fn check_safe_numbers(path: &str, v: &Value) -> Result<(), ReportError> {
     match v {
         Value::Number(n) => {
-            let unsafe_int = n.as_u64().map(|u| u > MAX_SAFE_INTEGER).or_else(|| n.as_i64().map(|i| i.unsigned_abs() > MAX_SAFE_INTEGER));
+            let unsafe_int = n
+                .as_u64()
+                .map(|u| u > MAX_SAFE_INTEGER)
+                .or_else(|| n.as_i64().map(|i| i.unsigned_abs() > MAX_SAFE_INTEGER));
             if unsafe_int == Some(true) {
-                return Err(ReportError::Schema(format!("{path}: integer {n} is beyond 2^53 and cannot be signed exactly")));
+                return Err(ReportError::Schema(format!(
+                    "{path}: integer {n} is beyond 2^53 and cannot be signed exactly"
+                )));
             }
             Ok(())
         }
-        Value::Array(a) => a.iter().enumerate().try_for_each(|(i, x)| check_safe_numbers(&format!("{path}[{i}]"), x)),
-        Value::Object(o) => o.iter().try_for_each(|(k, x)| check_safe_numbers(&format!("{path}.{k}"), x)),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, x)| check_safe_numbers(&format!("{path}[{i}]"), x)),
+        Value::Object(o) => o
+            .iter()
+            .try_for_each(|(k, x)| check_safe_numbers(&format!("{path}.{k}"), x)),
         _ => Ok(()),
     }
 }
@@ -188,7 +210,11 @@ fn signed_bytes_of_value(doc: &Value) -> Result<Vec<u8>, ReportError> {
 impl Report {
     /// An unsigned report of `body`.
     pub fn new(body: ReportBody) -> Self {
-        Self { schema: SCHEMA.into(), body, signature: None }
+        Self {
+            schema: SCHEMA.into(),
+            body,
+            signature: None,
+        }
     }
 
     /// The bytes its signature covers.
@@ -250,23 +276,36 @@ fn verify_value(doc: &Value) -> Verification {
     };
     let block: SignatureBlock = match serde_json::from_value(block.clone()) {
         Ok(b) => b,
-        Err(e) => return Verification::Invalid { reason: format!("malformed signature block: {e}") },
+        Err(e) => {
+            return Verification::Invalid {
+                reason: format!("malformed signature block: {e}"),
+            }
+        }
     };
     if block.alg != ALG {
-        return Verification::Invalid { reason: format!("unsupported algorithm {:?}", block.alg) };
+        return Verification::Invalid {
+            reason: format!("unsupported algorithm {:?}", block.alg),
+        };
     }
     let check = || -> Result<(), ReportError> {
         let pk = sign::public_key_from_base64(&block.public_key)?;
         if sign::key_id(&pk) != block.key_id {
-            return Err(ReportError::Schema("key id does not match the public key".into()));
+            return Err(ReportError::Schema(
+                "key id does not match the public key".into(),
+            ));
         }
         let sig = sign::signature_from_base64(&block.signature)?;
         sign::verify(&pk, &signed_bytes_of_value(doc)?, &sig)?;
         Ok(())
     };
     match check() {
-        Ok(()) => Verification::Valid { key_id: block.key_id, public_key: block.public_key },
-        Err(e) => Verification::Invalid { reason: e.to_string() },
+        Ok(()) => Verification::Valid {
+            key_id: block.key_id,
+            public_key: block.public_key,
+        },
+        Err(e) => Verification::Invalid {
+            reason: e.to_string(),
+        },
     }
 }
 
@@ -274,17 +313,26 @@ fn verify_value(doc: &Value) -> Verification {
 /// (unknown fields rejected), then the signature.
 pub fn open(text: &str) -> Result<Opened, ReportError> {
     if text.len() > MAX_REPORT_BYTES {
-        return Err(ReportError::TooLarge { size: text.len(), limit: MAX_REPORT_BYTES });
+        return Err(ReportError::TooLarge {
+            size: text.len(),
+            limit: MAX_REPORT_BYTES,
+        });
     }
     let doc: Value = serde_json::from_str(text).map_err(|e| ReportError::Json(e.to_string()))?;
     let found = doc.get("schema").and_then(Value::as_str).unwrap_or("");
     if found != SCHEMA {
-        return Err(ReportError::WrongSchema { found: found.into() });
+        return Err(ReportError::WrongSchema {
+            found: found.into(),
+        });
     }
     check_safe_numbers("", &doc)?;
     let verification = verify_value(&doc);
-    let report: Report = serde_json::from_value(doc).map_err(|e| ReportError::Schema(e.to_string()))?;
-    Ok(Opened { report, verification })
+    let report: Report =
+        serde_json::from_value(doc).map_err(|e| ReportError::Schema(e.to_string()))?;
+    Ok(Opened {
+        report,
+        verification,
+    })
 }
 
 /// One figure whose stored value differs from the value recomputed from the records.
@@ -306,7 +354,10 @@ fn diff(path: &str, stored: &Value, fresh: &Value, out: &mut Vec<Mismatch>) {
             keys.dedup();
             for k in keys {
                 let p = format!("{path}.{k}");
-                let (x, y) = (a.get(k).unwrap_or(&Value::Null), b.get(k).unwrap_or(&Value::Null));
+                let (x, y) = (
+                    a.get(k).unwrap_or(&Value::Null),
+                    b.get(k).unwrap_or(&Value::Null),
+                );
                 if path.ends_with(".histograms") {
                     // Compare histograms by content, not by their compressed bytes.
                     let same = match (x.as_str().map(Hist::decode), y.as_str().map(Hist::decode)) {
@@ -314,7 +365,11 @@ fn diff(path: &str, stored: &Value, fresh: &Value, out: &mut Vec<Mismatch>) {
                         _ => false,
                     };
                     if !same {
-                        out.push(Mismatch { path: p, stored: "histogram".into(), recomputed: "different histogram".into() });
+                        out.push(Mismatch {
+                            path: p,
+                            stored: "histogram".into(),
+                            recomputed: "different histogram".into(),
+                        });
                     }
                 } else {
                     diff(&p, x, y, out);
@@ -327,7 +382,11 @@ fn diff(path: &str, stored: &Value, fresh: &Value, out: &mut Vec<Mismatch>) {
             }
         }
         _ if stored == fresh => {}
-        _ => out.push(Mismatch { path: path.into(), stored: stored.to_string(), recomputed: fresh.to_string() }),
+        _ => out.push(Mismatch {
+            path: path.into(),
+            stored: stored.to_string(),
+            recomputed: fresh.to_string(),
+        }),
     }
 }
 
@@ -365,13 +424,30 @@ pub(crate) mod tests {
     pub(crate) fn sample_config() -> RunConfig {
         let mut r = RawConfig::default();
         for (name, text) in [
-            ("endpoint_url", "http://127.0.0.1:8000"), ("dialect", "completions"), ("model_id", "tiny <b>"),
-            ("model_params", "270M"), ("model_quant", "Q4_K_M"), ("model_engine", "pinbench-ref 0.1"),
-            ("prompt_tokens", "16"), ("prompt_exactness", "server_tokenizer"), ("output_tokens", "4"),
-            ("output_enforcement", "ignore_eos"), ("load_mode", "closed"), ("concurrency", "2"),
-            ("stall_timeout_s", "10"), ("max_model_len", "2048"), ("kv_capacity", "8192"), ("max_num_seqs", "8"),
-            ("phases", "colocated"), ("scheduling", "continuous"), ("warmup", "1"), ("measured", "4"),
-            ("cooldown", "1"), ("nonce_prefix", "on"), ("temperature", "0.7"), ("sampling_extra", "{\"seed\":1}"),
+            ("endpoint_url", "http://127.0.0.1:8000"),
+            ("dialect", "completions"),
+            ("model_id", "tiny <b>"),
+            ("model_params", "270M"),
+            ("model_quant", "Q4_K_M"),
+            ("model_engine", "pinbench-ref 0.1"),
+            ("prompt_tokens", "16"),
+            ("prompt_exactness", "server_tokenizer"),
+            ("output_tokens", "4"),
+            ("output_enforcement", "ignore_eos"),
+            ("load_mode", "closed"),
+            ("concurrency", "2"),
+            ("stall_timeout_s", "10"),
+            ("max_model_len", "2048"),
+            ("kv_capacity", "8192"),
+            ("max_num_seqs", "8"),
+            ("phases", "colocated"),
+            ("scheduling", "continuous"),
+            ("warmup", "1"),
+            ("measured", "4"),
+            ("cooldown", "1"),
+            ("nonce_prefix", "on"),
+            ("temperature", "0.7"),
+            ("sampling_extra", "{\"seed\":1}"),
         ] {
             *r.field_mut(name).expect("field") = RawField::declared(text);
         }
@@ -395,8 +471,25 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn sample_report() -> Report {
-        let env = ClientEnv { timer_resolution_us: 5, cross_origin_isolated: true, event_loop_lag_p99_us: 300, event_loop_lag_max_us: 900 };
-        let body = ReportBody::build("2026-11-29T15:00:00Z".into(), sample_config(), Some(Slo { ttft_us: Some(20_000), tpot_us: None, e2e_us: None }), vec![], env, sample_records(6)).expect("body");
+        let env = ClientEnv {
+            timer_resolution_us: 5,
+            cross_origin_isolated: true,
+            event_loop_lag_p99_us: 300,
+            event_loop_lag_max_us: 900,
+        };
+        let body = ReportBody::build(
+            "2026-11-29T15:00:00Z".into(),
+            sample_config(),
+            Some(Slo {
+                ttft_us: Some(20_000),
+                tpot_us: None,
+                e2e_us: None,
+            }),
+            vec![],
+            env,
+            sample_records(6),
+        )
+        .expect("body");
         Report::new(body)
     }
 
@@ -407,7 +500,13 @@ pub(crate) mod tests {
         rep.sign(&key).expect("sign");
         let text = rep.to_json().expect("json");
         let opened = open(&text).expect("opens");
-        assert_eq!(opened.verification, Verification::Valid { key_id: key.key_id(), public_key: key.public_key_base64() });
+        assert_eq!(
+            opened.verification,
+            Verification::Valid {
+                key_id: key.key_id(),
+                public_key: key.public_key_base64()
+            }
+        );
         assert_eq!(opened.report, rep);
         assert_eq!(recompute(&opened.report).expect("recompute"), vec![]);
         let s = &rep.body.summary.steps[0];
@@ -422,12 +521,16 @@ pub(crate) mod tests {
         let key = KeyPair::from_secret([3; 32]);
         rep.sign(&key).expect("sign");
         let msg = rep.signed_bytes().expect("bytes");
-        let sig = sign::signature_from_base64(&rep.signature.as_ref().expect("sig").signature).expect("sig");
+        let sig = sign::signature_from_base64(&rep.signature.as_ref().expect("sig").signature)
+            .expect("sig");
         sign::verify(&key.public_key(), &msg, &sig).expect("valid");
         for i in 0..msg.len() {
             let mut m = msg.clone();
             m[i] ^= 0x20;
-            assert!(sign::verify(&key.public_key(), &m, &sig).is_err(), "byte {i} changed but verified");
+            assert!(
+                sign::verify(&key.public_key(), &m, &sig).is_err(),
+                "byte {i} changed but verified"
+            );
         }
     }
 
@@ -435,7 +538,11 @@ pub(crate) mod tests {
     fn any_changed_byte_of_the_file_is_caught() {
         let mut rep = sample_report();
         rep.body.records.truncate(2);
-        rep.body.summary = metrics::summarize(&rep.body.records, &MetricsPlan::from_config(&rep.body.config, rep.body.slo)).expect("s");
+        rep.body.summary = metrics::summarize(
+            &rep.body.records,
+            &MetricsPlan::from_config(&rep.body.config, rep.body.slo),
+        )
+        .expect("s");
         rep.sign(&KeyPair::from_secret([5; 32])).expect("sign");
         let text = serde_json::to_string(&rep).expect("compact");
         let original: Value = serde_json::from_str(&text).expect("v");
@@ -444,7 +551,9 @@ pub(crate) mod tests {
         for i in 0..bytes.len() {
             let mut b = bytes.to_vec();
             b[i] ^= 0x01;
-            let Ok(t) = std::str::from_utf8(&b) else { continue };
+            let Ok(t) = std::str::from_utf8(&b) else {
+                continue;
+            };
             match open(t) {
                 Ok(o) if matches!(o.verification, Verification::Valid { .. }) => {
                     let v: Value = serde_json::from_str(t).expect("parsed before");
@@ -478,21 +587,39 @@ pub(crate) mod tests {
         b.sign(&KeyPair::from_secret([2; 32])).expect("sign");
         let mut swapped = a.clone();
         swapped.signature = b.signature.clone();
-        assert!(matches!(open(&swapped.to_json().expect("j")).expect("o").verification, Verification::Invalid { .. }));
+        assert!(matches!(
+            open(&swapped.to_json().expect("j"))
+                .expect("o")
+                .verification,
+            Verification::Invalid { .. }
+        ));
         let mut stripped = a.clone();
         stripped.signature = None;
-        assert_eq!(open(&stripped.to_json().expect("j")).expect("o").verification, Verification::Unsigned);
+        assert_eq!(
+            open(&stripped.to_json().expect("j"))
+                .expect("o")
+                .verification,
+            Verification::Unsigned
+        );
         let mut wrong_id = a.clone();
         if let Some(s) = wrong_id.signature.as_mut() {
             s.key_id = KeyPair::from_secret([2; 32]).key_id();
         }
-        assert!(matches!(open(&wrong_id.to_json().expect("j")).expect("o").verification, Verification::Invalid { .. }));
+        assert!(matches!(
+            open(&wrong_id.to_json().expect("j"))
+                .expect("o")
+                .verification,
+            Verification::Invalid { .. }
+        ));
     }
 
     #[test]
     fn hostile_inputs_get_typed_errors() {
         assert!(matches!(open("{"), Err(ReportError::Json(_))));
-        assert!(matches!(open("{\"schema\":\"pinbench.report/v2\"}"), Err(ReportError::WrongSchema { .. })));
+        assert!(matches!(
+            open("{\"schema\":\"pinbench.report/v2\"}"),
+            Err(ReportError::WrongSchema { .. })
+        ));
         assert!(matches!(open("[]"), Err(ReportError::WrongSchema { .. })));
         let deep = "[".repeat(100_000);
         assert!(matches!(open(&deep), Err(ReportError::Json(_))));
@@ -511,13 +638,25 @@ pub(crate) mod tests {
         fn walk(path: &str, v: &Value, floats: &mut Vec<String>) {
             match v {
                 Value::Number(n) if n.is_f64() => floats.push(path.to_owned()),
-                Value::Object(o) => o.iter().for_each(|(k, x)| walk(&format!("{path}.{k}"), x, floats)),
-                Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| walk(&format!("{path}[{i}]"), x, floats)),
+                Value::Object(o) => o
+                    .iter()
+                    .for_each(|(k, x)| walk(&format!("{path}.{k}"), x, floats)),
+                Value::Array(a) => a
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, x)| walk(&format!("{path}[{i}]"), x, floats)),
                 _ => {}
             }
         }
         let mut floats = Vec::new();
-        walk("", &serde_json::to_value(sample_report()).expect("v"), &mut floats);
-        assert_eq!(floats, vec![".body.config.sampling.value.temperature".to_owned()]);
+        walk(
+            "",
+            &serde_json::to_value(sample_report()).expect("v"),
+            &mut floats,
+        );
+        assert_eq!(
+            floats,
+            vec![".body.config.sampling.value.temperature".to_owned()]
+        );
     }
 }

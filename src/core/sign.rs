@@ -75,9 +75,9 @@ impl KeyPair {
         let bytes = b64()
             .decode(text.trim())
             .map_err(|e| SignError::BadSecretKey(e.to_string()))?;
-        let secret: [u8; 32] = bytes
-            .try_into()
-            .map_err(|v: Vec<u8>| SignError::BadSecretKey(format!("{} bytes, expected 32", v.len())))?;
+        let secret: [u8; 32] = bytes.try_into().map_err(|v: Vec<u8>| {
+            SignError::BadSecretKey(format!("{} bytes, expected 32", v.len()))
+        })?;
         Ok(Self::from_secret(secret))
     }
 
@@ -128,8 +128,13 @@ pub fn signature_from_base64(text: &str) -> Result<[u8; 64], SignError> {
 }
 
 /// Strictly verifies an Ed25519 signature.
-pub fn verify(public_key: &[u8; 32], message: &[u8], signature: &[u8; 64]) -> Result<(), SignError> {
-    let key = VerifyingKey::from_bytes(public_key).map_err(|e| SignError::BadPublicKey(e.to_string()))?;
+pub fn verify(
+    public_key: &[u8; 32],
+    message: &[u8],
+    signature: &[u8; 64],
+) -> Result<(), SignError> {
+    let key =
+        VerifyingKey::from_bytes(public_key).map_err(|e| SignError::BadPublicKey(e.to_string()))?;
     key.verify_strict(message, &Signature::from_bytes(signature))
         .map_err(|_| SignError::Mismatch)
 }
@@ -216,7 +221,10 @@ mod tests {
         let kp = KeyPair::from_secret([42; 32]);
         let back = KeyPair::from_secret_base64(&kp.secret_base64()).expect("secret");
         assert_eq!(back.public_key(), kp.public_key());
-        assert_eq!(public_key_from_base64(&kp.public_key_base64()), Ok(kp.public_key()));
+        assert_eq!(
+            public_key_from_base64(&kp.public_key_base64()),
+            Ok(kp.public_key())
+        );
         let id = kp.key_id();
         assert!(id.starts_with("ed25519:") && id.len() == 8 + 32, "{id}");
         assert_ne!(id, KeyPair::from_secret([43; 32]).key_id());
@@ -292,7 +300,10 @@ mod tests {
             assert_eq!(got, want, "bits {bits:#018x}");
         }
         for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
-            assert!(canonical_bytes(&bad).is_err(), "{bad} must not canonicalise");
+            assert!(
+                canonical_bytes(&bad).is_err(),
+                "{bad} must not canonicalise"
+            );
         }
     }
 }

@@ -283,7 +283,13 @@ mod tests {
         }
     }
 
-    fn all(bytes: &[u8]) -> (Vec<Result<SseEvent, SseError>>, Option<SseError>, SseDecoder) {
+    fn all(
+        bytes: &[u8],
+    ) -> (
+        Vec<Result<SseEvent, SseError>>,
+        Option<SseError>,
+        SseDecoder,
+    ) {
         let mut d = SseDecoder::default();
         let out = d.push(bytes);
         let fin = d.finish();
@@ -291,7 +297,11 @@ mod tests {
     }
 
     fn events(bytes: &[u8]) -> Vec<SseEvent> {
-        all(bytes).0.into_iter().map(|r| r.expect("event")).collect()
+        all(bytes)
+            .0
+            .into_iter()
+            .map(|r| r.expect("event"))
+            .collect()
     }
 
     /// Known answers: (input, expected events).
@@ -300,32 +310,55 @@ mod tests {
         let cases: Vec<(&[u8], Vec<SseEvent>)> = vec![
             (b"data: a\n\n", vec![ev("message", "a", "")]),
             (b"data:a\r\n\r\n", vec![ev("message", "a", "")]),
-            (b"data: a\r\rdata: b\r\r", vec![ev("message", "a", ""), ev("message", "b", "")]),
+            (
+                b"data: a\r\rdata: b\r\r",
+                vec![ev("message", "a", ""), ev("message", "b", "")],
+            ),
             (b"data: x\ndata: y\n\n", vec![ev("message", "x\ny", "")]),
             (b"data\n\n", vec![ev("message", "", "")]),
             (b"data:\n\n", vec![ev("message", "", "")]),
-            (b"data:  two spaces\n\n", vec![ev("message", " two spaces", "")]),
+            (
+                b"data:  two spaces\n\n",
+                vec![ev("message", " two spaces", "")],
+            ),
             (b": keep-alive\n\ndata: z\n\n", vec![ev("message", "z", "")]),
             (b"event: error\ndata: {}\n\n", vec![ev("error", "{}", "")]),
-            (b"id: 7\ndata: a\n\ndata: b\n\n", vec![ev("message", "a", "7"), ev("message", "b", "7")]),
-            (b"id: 7\ndata: a\n\nid\ndata: b\n\n", vec![ev("message", "a", "7"), ev("message", "b", "")]),
+            (
+                b"id: 7\ndata: a\n\ndata: b\n\n",
+                vec![ev("message", "a", "7"), ev("message", "b", "7")],
+            ),
+            (
+                b"id: 7\ndata: a\n\nid\ndata: b\n\n",
+                vec![ev("message", "a", "7"), ev("message", "b", "")],
+            ),
             (b"id: a\0b\ndata: a\n\n", vec![ev("message", "a", "")]),
             (b"event: x\n\ndata: a\n\n", vec![ev("message", "a", "")]),
             (b"\xEF\xBB\xBFdata: bom\n\n", vec![ev("message", "bom", "")]),
             (b"data: a:b: c\n\n", vec![ev("message", "a:b: c", "")]),
-            ("data: \u{e9}\u{1F600}\n\n".as_bytes(), vec![ev("message", "\u{e9}\u{1F600}", "")]),
+            (
+                "data: \u{e9}\u{1F600}\n\n".as_bytes(),
+                vec![ev("message", "\u{e9}\u{1F600}", "")],
+            ),
             (b"foo: bar\ndata: q\n\n", vec![ev("message", "q", "")]),
             (b"\n\n\n", vec![]),
         ];
         for (input, want) in cases {
-            assert_eq!(events(input), want, "input {:?}", String::from_utf8_lossy(input));
+            assert_eq!(
+                events(input),
+                want,
+                "input {:?}",
+                String::from_utf8_lossy(input)
+            );
         }
     }
 
     #[test]
     fn second_bom_is_data_not_stripped() {
         let got = events(b"\xEF\xBB\xBF\xEF\xBB\xBFdata: x\n\n");
-        assert!(got.is_empty(), "a second BOM makes the field name unknown: {got:?}");
+        assert!(
+            got.is_empty(),
+            "a second BOM makes the field name unknown: {got:?}"
+        );
     }
 
     #[test]
@@ -366,10 +399,20 @@ mod tests {
         let mut out = d.push(b"data: ");
         for _ in 0..10_000 {
             out.extend(d.push(b"xxxxxxxxxx"));
-            assert!(d.line.capacity() <= 64, "line buffer grew to {}", d.line.capacity());
+            assert!(
+                d.line.capacity() <= 64,
+                "line buffer grew to {}",
+                d.line.capacity()
+            );
         }
         out.extend(d.push(b"\n\ndata: ok\n\n"));
-        assert_eq!(out, vec![Err(SseError::LineTooLong { limit: 16 }), Ok(ev("message", "ok", ""))]);
+        assert_eq!(
+            out,
+            vec![
+                Err(SseError::LineTooLong { limit: 16 }),
+                Ok(ev("message", "ok", ""))
+            ]
+        );
     }
 
     #[test]

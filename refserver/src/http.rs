@@ -1,0 +1,828 @@
+//! HTTP layer: routes, CORS, OpenAI-shaped streaming and errors, truth and metrics.
+
+use std::convert::Infallible;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
+use hyper::body::{Body, Frame, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::engine::{Emit, EngineHandle, FinishReason, Job};
+use crate::faults::Faults;
+use crate::micros_since;
+use crate::profile::{Batching, Profile};
+use crate::tokenizer;
+use crate::truth::{Truth, TruthStore};
+
+/// Largest request body accepted, bytes.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// Response body type.
+pub type RespBody = BoxBody<Bytes, io::Error>;
+
+/// Shared server state.
+#[derive(Debug)]
+pub struct AppState {
+    /// The engine profile.
+    pub profile: Profile,
+    /// Server clock origin.
+    pub origin: Instant,
+    /// The engine.
+    pub engine: EngineHandle,
+    /// Ground truth.
+    pub truth: TruthStore,
+    /// `Access-Control-Allow-Origin` value (`*` or one origin).
+    pub allow_origin: String,
+    /// Server-wide faults.
+    pub fault: Option<(Faults, String)>,
+    /// Apply server-wide faults to every N-th request (1 = all).
+    pub fault_every: u64,
+    /// Request ids.
+    pub next_id: AtomicU64,
+    /// Requests in flight.
+    pub in_flight: AtomicU64,
+    /// Last activity, server µs.
+    pub last_activity_us: AtomicU64,
+}
+
+impl AppState {
+    /// New state.
+    pub fn new(
+        profile: Profile,
+        engine: EngineHandle,
+        origin: Instant,
+        allow_origin: String,
+        fault: Option<(Faults, String)>,
+        fault_every: u64,
+    ) -> Self {
+        Self {
+            profile,
+            origin,
+            engine,
+            truth: TruthStore::default(),
+            allow_origin,
+            fault,
+            fault_every: fault_every.max(1),
+            next_id: AtomicU64::new(1),
+            in_flight: AtomicU64::new(0),
+            last_activity_us: AtomicU64::new(0),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        micros_since(self.origin)
+    }
+}
+
+/// A streaming body fed by a channel; an `Err` item aborts the connection (a reset).
+struct ChannelBody {
+    rx: mpsc::Receiver<Result<Bytes, io::Error>>,
+}
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = io::Error;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        self.rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data)))
+    }
+}
+
+fn full(body: impl Into<Bytes>) -> RespBody {
+    Full::new(body.into())
+        .map_err(|e: Infallible| match e {})
+        .boxed()
+}
+
+fn cors(state: &AppState, mut resp: Response<RespBody>) -> Response<RespBody> {
+    let h = resp.headers_mut();
+    if let Ok(v) = state.allow_origin.parse() {
+        h.insert("access-control-allow-origin", v);
+    }
+    if let Ok(v) = state.allow_origin.parse() {
+        h.insert("timing-allow-origin", v);
+    }
+    h.insert(
+        "access-control-expose-headers",
+        hyper::header::HeaderValue::from_static("x-request-id"),
+    );
+    h.insert("vary", hyper::header::HeaderValue::from_static("origin"));
+    resp
+}
+
+fn json_resp(state: &AppState, status: StatusCode, v: &Value) -> Response<RespBody> {
+    let mut r = Response::new(full(v.to_string()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        "content-type",
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    cors(state, r)
+}
+
+/// An OpenAI-style error response.
+fn error(state: &AppState, status: StatusCode, kind: &str, message: &str) -> Response<RespBody> {
+    json_resp(
+        state,
+        status,
+        &json!({"error": {"message": message, "type": kind, "param": null, "code": status.as_u16()}}),
+    )
+}
+
+/// Handles one request.
+pub async fn handle(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+) -> Result<Response<RespBody>, Infallible> {
+    state.last_activity_us.store(state.now(), Ordering::Relaxed);
+    let path = req.uri().path().to_owned();
+    let query = req.uri().query().unwrap_or("").to_owned();
+    let method = req.method().clone();
+    let resp = match (method.clone(), path.as_str()) {
+        (Method::OPTIONS, _) => preflight(&state, &req),
+        (Method::GET, "/health") => cors(&state, Response::new(full("ok"))),
+        (Method::GET, "/v1/models") => models(&state),
+        (Method::GET, "/metrics") => metrics(&state),
+        (Method::GET, "/truth") => {
+            let since = query
+                .strip_prefix("since=")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            json_resp(&state, StatusCode::OK, &json!(state.truth.since(since)))
+        }
+        (Method::GET, p) if p.starts_with("/truth/") => match p["/truth/".len()..]
+            .parse::<u64>()
+            .ok()
+            .and_then(|id| state.truth.get(id))
+        {
+            Some(t) => json_resp(&state, StatusCode::OK, &json!(t)),
+            None => error(
+                &state,
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no truth record with that id",
+            ),
+        },
+        (Method::POST, "/tokenize" | "/v1/completions" | "/v1/chat/completions") => {
+            let faults_header = req
+                .headers()
+                .get("x-pinbench-fault")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            match read_json(req).await {
+                Err(resp) => resp(&state),
+                Ok(body) if path == "/tokenize" => tokenize(&state, &body),
+                Ok(body) => completion(state.clone(), &path, body, faults_header).await,
+            }
+        }
+        (Method::GET | Method::POST, _) => error(
+            &state,
+            StatusCode::NOT_FOUND,
+            "not_found",
+            &format!("no route {path}"),
+        ),
+        _ => error(
+            &state,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "invalid_request_error",
+            "method not allowed",
+        ),
+    };
+    Ok(resp)
+}
+
+type ErrFn = Box<dyn FnOnce(&AppState) -> Response<RespBody> + Send>;
+
+async fn read_json(req: Request<Incoming>) -> Result<Value, ErrFn> {
+    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return Err(Box::new(|s: &AppState| {
+                error(
+                    s,
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "invalid_request_error",
+                    &format!("request body over {MAX_BODY_BYTES} bytes"),
+                )
+            }));
+        }
+    };
+    serde_json::from_slice::<Value>(&body).map_err(|e| {
+        let msg = format!("request body is not valid JSON: {e}");
+        Box::new(move |s: &AppState| {
+            error(s, StatusCode::BAD_REQUEST, "invalid_request_error", &msg)
+        }) as ErrFn
+    })
+}
+
+fn preflight(state: &AppState, req: &Request<Incoming>) -> Response<RespBody> {
+    let mut r = Response::new(full(""));
+    *r.status_mut() = StatusCode::NO_CONTENT;
+    let h = r.headers_mut();
+    h.insert(
+        "access-control-allow-methods",
+        hyper::header::HeaderValue::from_static("GET, POST, OPTIONS"),
+    );
+    let asked = req.headers().get("access-control-request-headers").cloned();
+    h.insert(
+        "access-control-allow-headers",
+        asked.unwrap_or(hyper::header::HeaderValue::from_static(
+            "content-type, authorization, x-pinbench-fault",
+        )),
+    );
+    h.insert(
+        "access-control-max-age",
+        hyper::header::HeaderValue::from_static("600"),
+    );
+    cors(state, r)
+}
+
+fn models(state: &AppState) -> Response<RespBody> {
+    let p = &state.profile;
+    json_resp(
+        state,
+        StatusCode::OK,
+        &json!({"object": "list", "data": [{
+            "id": p.model_id, "object": "model", "created": 0, "owned_by": "pinbench", "root": p.model_id,
+            "max_model_len": p.max_model_len,
+            "pinbench": {
+                "profile": p.name, "params": p.params, "bytes_per_param": p.bytes_per_param,
+                "kv_capacity_tokens": p.kv_capacity_tokens, "max_num_seqs": p.max_num_seqs,
+                "batching": p.batching, "prefill_budget_tokens": p.prefill_budget_tokens,
+                "tokens_per_event": p.tokens_per_event,
+                "engine": format!("pinbench-refserver {}", env!("CARGO_PKG_VERSION")),
+            }
+        }]}),
+    )
+}
+
+fn metrics(state: &AppState) -> Response<RespBody> {
+    let p = &state.profile;
+    let s = &state.engine.stats;
+    let m = &p.model_id;
+    let kv_used = s.kv_used_tokens.load(Ordering::Relaxed);
+    let text = format!(
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n\
+         # TYPE vllm:cache_config_info gauge\n\
+         vllm:cache_config_info{{block_size=\"16\",cache_dtype=\"auto\",enable_prefix_caching=\"False\",gpu_memory_utilization=\"0.9\",kv_cache_size_tokens=\"{kv}\",kv_cache_max_concurrency=\"{conc:.2}\",num_gpu_blocks=\"{blocks}\"}} 1.0\n\
+         # HELP vllm:num_requests_running Number of requests in model execution batches.\n\
+         # TYPE vllm:num_requests_running gauge\n\
+         vllm:num_requests_running{{model_name=\"{m}\"}} {run}\n\
+         # HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n\
+         # TYPE vllm:num_requests_waiting gauge\n\
+         vllm:num_requests_waiting{{model_name=\"{m}\"}} {wait}\n\
+         # HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.\n\
+         # TYPE vllm:kv_cache_usage_perc gauge\n\
+         vllm:kv_cache_usage_perc{{model_name=\"{m}\"}} {usage}\n\
+         # HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.\n\
+         # TYPE vllm:num_preemptions_total counter\n\
+         vllm:num_preemptions_total{{model_name=\"{m}\"}} {pre}\n\
+         # HELP pinbench:tokens_total Tokens generated.\n\
+         # TYPE pinbench:tokens_total counter\n\
+         pinbench:tokens_total {tok}\n",
+        kv = p.kv_capacity_tokens,
+        conc = p.kv_capacity_tokens as f64 / f64::from(p.max_model_len),
+        blocks = p.kv_capacity_tokens / 16,
+        run = s.running.load(Ordering::Relaxed),
+        wait = s.waiting.load(Ordering::Relaxed),
+        usage = kv_used as f64 / p.kv_capacity_tokens.max(1) as f64,
+        pre = s.preemptions.load(Ordering::Relaxed),
+        tok = s.tokens_total.load(Ordering::Relaxed),
+    );
+    let mut r = Response::new(full(text));
+    r.headers_mut().insert(
+        "content-type",
+        hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    cors(state, r)
+}
+
+/// Prompt text and token count of a request body (`prompt` string or token list, or
+/// `messages` whose contents are concatenated — no template tokens are added).
+fn prompt_of(body: &Value, chat: bool) -> Result<(String, u32), String> {
+    let text = if chat {
+        let msgs = body
+            .get("messages")
+            .and_then(Value::as_array)
+            .ok_or("`messages` must be an array")?;
+        let mut t = String::new();
+        for m in msgs {
+            match m.get("content") {
+                Some(Value::String(s)) => t.push_str(s),
+                Some(Value::Array(parts)) => {
+                    for p in parts {
+                        if let Some(s) = p.get("text").and_then(Value::as_str) {
+                            t.push_str(s);
+                        }
+                    }
+                }
+                _ => return Err("each message needs a string `content`".into()),
+            }
+        }
+        t
+    } else {
+        match body.get("prompt") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(a)) if a.iter().all(Value::is_u64) => {
+                return Ok((
+                    String::new(),
+                    u32::try_from(a.len()).map_err(|_| "prompt too long")?,
+                ));
+            }
+            _ => return Err("`prompt` must be a string or a list of token ids".into()),
+        }
+    };
+    let n = u32::try_from(tokenizer::count(&text)).map_err(|_| "prompt too long")?;
+    Ok((text, n))
+}
+
+fn tokenize(state: &AppState, body: &Value) -> Response<RespBody> {
+    let chat = body.get("messages").is_some();
+    let text = if chat {
+        prompt_of(body, true).map(|p| p.0)
+    } else {
+        body.get("prompt")
+            .or_else(|| body.get("content"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| "`prompt` must be a string".to_owned())
+    };
+    match text {
+        Ok(t) => {
+            let ids = tokenizer::ids(&t);
+            json_resp(
+                state,
+                StatusCode::OK,
+                &json!({"count": ids.len(), "max_model_len": state.profile.max_model_len, "tokens": ids}),
+            )
+        }
+        Err(e) => error(state, StatusCode::BAD_REQUEST, "invalid_request_error", &e),
+    }
+}
+
+/// Deterministic natural length when EOS is not ignored: 16..=255 tokens from the prompt.
+fn natural_length(prompt: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in prompt.bytes() {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    16 + h % 240
+}
+
+struct Plan {
+    chat: bool,
+    prompt_tokens: u32,
+    max_tokens: u32,
+    stop_at: Option<u32>,
+    stream: bool,
+    include_usage: bool,
+    continuous_usage: bool,
+}
+
+fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Response<RespBody>> {
+    let bad = |m: &str| error(state, StatusCode::BAD_REQUEST, "invalid_request_error", m);
+    let p = &state.profile;
+    let chat = path == "/v1/chat/completions";
+    match body.get("model").and_then(Value::as_str) {
+        Some(m) if m == p.model_id => {}
+        Some(m) => {
+            return Err(error(
+                state,
+                StatusCode::NOT_FOUND,
+                "model_not_found",
+                &format!(
+                    "The model `{m}` does not exist. This server serves `{}`.",
+                    p.model_id
+                ),
+            ))
+        }
+        None => return Err(bad("`model` is required")),
+    }
+    let (text, prompt_tokens) = prompt_of(body, chat).map_err(|e| bad(&e))?;
+    let max_tokens = match body
+        .get("max_tokens")
+        .or_else(|| body.get("max_completion_tokens"))
+    {
+        None | Some(Value::Null) => 16,
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 1 && n <= u64::from(p.max_model_len) => n as u32,
+            _ => {
+                return Err(bad(&format!(
+                    "`max_tokens` must be an integer from 1 to {}",
+                    p.max_model_len
+                )))
+            }
+        },
+    };
+    if u64::from(prompt_tokens) + u64::from(max_tokens) > u64::from(p.max_model_len) {
+        return Err(bad(&format!(
+            "This model's maximum context length is {} tokens. However, you requested {} tokens ({prompt_tokens} in the messages, {max_tokens} in the completion).",
+            p.max_model_len,
+            prompt_tokens + max_tokens
+        )));
+    }
+    if u64::from(prompt_tokens) + u64::from(max_tokens) > p.kv_capacity_tokens {
+        return Err(bad("prompt + max_tokens exceed the KV cache capacity"));
+    }
+    let ignore_eos = body
+        .get("ignore_eos")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let min_tokens = body
+        .get("min_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .min(u64::from(max_tokens)) as u32;
+    let stop_at = (!ignore_eos)
+        .then(|| natural_length(&text).max(min_tokens))
+        .filter(|&n| n < max_tokens);
+    let so = body.get("stream_options");
+    Ok(Plan {
+        chat,
+        prompt_tokens,
+        max_tokens,
+        stop_at,
+        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        include_usage: so
+            .and_then(|s| s.get("include_usage"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        continuous_usage: so
+            .and_then(|s| s.get("continuous_usage_stats"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+struct InFlight(Arc<AppState>);
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0
+            .last_activity_us
+            .store(self.0.now(), Ordering::Relaxed);
+    }
+}
+
+async fn completion(
+    state: Arc<AppState>,
+    path: &str,
+    body: Value,
+    fault_header: Option<String>,
+) -> Response<RespBody> {
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let received_us = state.now();
+    let (faults, fault_spec) = match fault_header {
+        Some(spec) => match Faults::parse(&spec) {
+            Ok(f) => (f, Some(spec)),
+            Err(e) => {
+                return error(
+                    &state,
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request_error",
+                    &e.to_string(),
+                )
+            }
+        },
+        None => match &state.fault {
+            Some((f, spec)) if id % state.fault_every == 0 => (f.clone(), Some(spec.clone())),
+            _ => (Faults::default(), None),
+        },
+    };
+    let mut truth = Truth {
+        id,
+        path: path.to_owned(),
+        received_us,
+        faults: fault_spec,
+        ..Truth::default()
+    };
+    let mut plan = match plan(&state, path, &body) {
+        Ok(p) => p,
+        Err(resp) => {
+            truth.status = resp.status().as_u16();
+            truth.finished_us = Some(state.now());
+            state.truth.put(truth);
+            return with_id(resp, id);
+        }
+    };
+    truth.prompt_tokens = plan.prompt_tokens;
+    if let Some(ms) = faults.slow_headers_ms {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    if let Some(status) = faults.status {
+        let mut resp = error(
+            &state,
+            StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            if status == 429 {
+                "rate_limit_exceeded"
+            } else {
+                "server_error"
+            },
+            &format!("injected fault: HTTP {status}"),
+        );
+        if status == 429 || status == 503 {
+            resp.headers_mut()
+                .insert("retry-after", hyper::header::HeaderValue::from_static("1"));
+        }
+        truth.status = status;
+        truth.finished_us = Some(state.now());
+        state.truth.put(truth);
+        return with_id(resp, id);
+    }
+    if let Some(n) = faults.eos_at {
+        plan.stop_at = Some(n.min(plan.stop_at.unwrap_or(u32::MAX)));
+    }
+    let (etx, erx) = mpsc::unbounded_channel();
+    state.in_flight.fetch_add(1, Ordering::Relaxed);
+    let guard = InFlight(state.clone());
+    if !state.engine.submit(Job {
+        prompt_tokens: plan.prompt_tokens,
+        max_tokens: plan.max_tokens,
+        stop_at: plan.stop_at,
+        out: etx,
+    }) {
+        return error(
+            &state,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            "engine stopped",
+        );
+    }
+    truth.status = 200;
+    if plan.stream {
+        let (btx, brx) = mpsc::channel(256);
+        let st = state.clone();
+        tokio::spawn(async move {
+            stream_events(st, plan, faults, truth, erx, btx).await;
+            drop(guard);
+        });
+        let mut r = Response::new(ChannelBody { rx: brx }.boxed());
+        let h = r.headers_mut();
+        h.insert(
+            "content-type",
+            hyper::header::HeaderValue::from_static("text/event-stream; charset=utf-8"),
+        );
+        h.insert(
+            "cache-control",
+            hyper::header::HeaderValue::from_static("no-cache"),
+        );
+        with_id(cors(&state, r), id)
+    } else {
+        let resp = non_streaming(&state, plan, truth, erx).await;
+        drop(guard);
+        with_id(resp, id)
+    }
+}
+
+fn with_id(mut r: Response<RespBody>, id: u64) -> Response<RespBody> {
+    if let Ok(v) = id.to_string().parse() {
+        r.headers_mut().insert("x-request-id", v);
+    }
+    r
+}
+
+fn created() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn chunk_json(
+    state: &AppState,
+    plan: &Plan,
+    id: u64,
+    text: Option<&str>,
+    role: bool,
+    finish: Option<&str>,
+    usage: Option<Value>,
+    emit_us: u64,
+) -> Value {
+    let model = &state.profile.model_id;
+    let choice = if plan.chat {
+        let mut delta = serde_json::Map::new();
+        if role {
+            delta.insert("role".into(), json!("assistant"));
+            delta.insert("content".into(), json!(""));
+        }
+        if let Some(t) = text {
+            delta.insert("content".into(), json!(t));
+        }
+        json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish})
+    } else {
+        json!({"index": 0, "text": text.unwrap_or(""), "logprobs": null, "finish_reason": finish, "stop_reason": null})
+    };
+    let (cid, object) = if plan.chat {
+        (format!("chatcmpl-{id}"), "chat.completion.chunk")
+    } else {
+        (format!("cmpl-{id}"), "text_completion")
+    };
+    let mut v = json!({"id": cid, "object": object, "created": created(), "model": model, "choices": [choice], "pinbench_emit_us": emit_us});
+    if let Some(u) = usage {
+        v["usage"] = u;
+    }
+    v
+}
+
+fn usage(prompt: u32, completion: u32) -> Value {
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+}
+
+async fn stream_events(
+    state: Arc<AppState>,
+    plan: Plan,
+    faults: Faults,
+    mut truth: Truth,
+    mut erx: mpsc::UnboundedReceiver<Emit>,
+    btx: mpsc::Sender<Result<Bytes, io::Error>>,
+) {
+    let id = truth.id;
+    let send = |b: String| {
+        let btx = btx.clone();
+        async move { btx.send(Ok(Bytes::from(b))).await.is_ok() }
+    };
+    let k = state.profile.tokens_per_event.max(1);
+    let mut pending = 0u32;
+    let mut sent = 0u32;
+    let mut alive = true;
+    if plan.chat {
+        let now = state.now();
+        alive = send(format!(
+            "data: {}\n\n",
+            chunk_json(
+                &state,
+                &plan,
+                id,
+                None,
+                true,
+                None,
+                plan.continuous_usage.then(|| usage(plan.prompt_tokens, 0)),
+                now
+            )
+        ))
+        .await;
+    }
+    let mut finish: Option<FinishReason> = None;
+    'outer: while alive {
+        let Some(ev) = erx.recv().await else { break };
+        match ev {
+            Emit::Admitted { at_us } => truth.admitted_us = Some(at_us),
+            Emit::Token { count, .. } => {
+                pending += 1;
+                let done_soon =
+                    count >= plan.max_tokens || plan.stop_at.is_some_and(|n| count >= n);
+                if pending < k && !done_soon {
+                    continue;
+                }
+                let text: String = (u64::from(sent)..u64::from(sent + pending))
+                    .map(tokenizer::output_piece)
+                    .collect();
+                let now = state.now();
+                let u = plan
+                    .continuous_usage
+                    .then(|| usage(plan.prompt_tokens, sent + pending));
+                let line = format!(
+                    "data: {}\n\n",
+                    chunk_json(&state, &plan, id, Some(&text), false, None, u, now)
+                );
+                if !send(line).await {
+                    alive = false;
+                    break;
+                }
+                truth.first_token_us.get_or_insert(now);
+                truth.chunks.push((now, pending));
+                sent += pending;
+                truth.completion_tokens = sent;
+                pending = 0;
+                // Faults keyed on the number of tokens sent.
+                if faults.malformed_at == Some(sent) {
+                    alive =
+                        send("data: {\"choices\":[{\"index\":0,\"text\":\"oops\"\n\n".into()).await;
+                }
+                if let Some((ms, at)) = faults.stall {
+                    if at == sent {
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                    }
+                }
+                if faults.error_event_at == Some(sent) {
+                    let e = json!({"error": {"message": "injected fault: error event", "type": "server_error", "param": null, "code": 500}});
+                    send(format!("data: {e}\n\n")).await;
+                    truth.finish_reason = Some("error".into());
+                    break 'outer;
+                }
+                if faults.reset_after == Some(sent) {
+                    let _ = btx
+                        .send(Err(io::Error::new(
+                            io::ErrorKind::ConnectionReset,
+                            "injected fault: reset",
+                        )))
+                        .await;
+                    truth.finish_reason = Some("reset".into());
+                    break 'outer;
+                }
+            }
+            Emit::Finished { reason, .. } => {
+                finish = Some(reason);
+                break;
+            }
+        }
+    }
+    if let Some(reason) = finish.filter(|_| alive) {
+        let now = state.now();
+        let u = plan
+            .continuous_usage
+            .then(|| usage(plan.prompt_tokens, sent));
+        let fin = chunk_json(
+            &state,
+            &plan,
+            id,
+            if plan.chat { None } else { Some("") },
+            false,
+            Some(reason.as_str()),
+            u,
+            now,
+        );
+        let mut out = format!("data: {fin}\n\n");
+        if plan.include_usage {
+            let mut v = chunk_json(
+                &state,
+                &plan,
+                id,
+                None,
+                false,
+                None,
+                Some(usage(plan.prompt_tokens, sent)),
+                now,
+            );
+            v["choices"] = json!([]);
+            out.push_str(&format!("data: {v}\n\n"));
+        }
+        if !faults.no_done {
+            out.push_str("data: [DONE]\n\n");
+        }
+        send(out).await;
+        truth.finish_reason = Some(reason.as_str().into());
+    }
+    truth.finished_us = Some(state.now());
+    state.truth.put(truth);
+}
+
+async fn non_streaming(
+    state: &AppState,
+    plan: Plan,
+    mut truth: Truth,
+    mut erx: mpsc::UnboundedReceiver<Emit>,
+) -> Response<RespBody> {
+    let mut count = 0;
+    let mut reason = FinishReason::Length;
+    while let Some(ev) = erx.recv().await {
+        match ev {
+            Emit::Admitted { at_us } => truth.admitted_us = Some(at_us),
+            Emit::Token { count: c, .. } => count = c,
+            Emit::Finished { reason: r, .. } => {
+                reason = r;
+                break;
+            }
+        }
+    }
+    let text: String = (0..u64::from(count)).map(tokenizer::output_piece).collect();
+    let now = state.now();
+    truth.completion_tokens = count;
+    truth.finish_reason = Some(reason.as_str().into());
+    truth.finished_us = Some(now);
+    truth.chunks.push((now, count));
+    truth.first_token_us = Some(now);
+    let id = truth.id;
+    state.truth.put(truth);
+    let body = if plan.chat {
+        json!({"id": format!("chatcmpl-{id}"), "object": "chat.completion", "created": created(), "model": state.profile.model_id,
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reason.as_str()}],
+               "usage": usage(plan.prompt_tokens, count)})
+    } else {
+        json!({"id": format!("cmpl-{id}"), "object": "text_completion", "created": created(), "model": state.profile.model_id,
+               "choices": [{"index": 0, "text": text, "logprobs": null, "finish_reason": reason.as_str()}],
+               "usage": usage(plan.prompt_tokens, count)})
+    };
+    json_resp(state, StatusCode::OK, &body)
+}
+
+/// Whether the profile batches statically (for logs).
+pub fn batching_name(p: &Profile) -> &'static str {
+    match p.batching {
+        Batching::Continuous => "continuous",
+        Batching::Static => "static",
+    }
+}

@@ -1,0 +1,244 @@
+//! `pinbench-refserver`: see `--help`.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use pinbench_refserver::faults::Faults;
+use pinbench_refserver::http::{self, AppState};
+use pinbench_refserver::profile::{Batching, Profile};
+use pinbench_refserver::{engine, micros_since, tls};
+use tokio::net::TcpListener;
+
+const HELP: &str = "pinbench-refserver: an OpenAI-compatible server backed by a simulated engine.
+
+Usage: pinbench-refserver [options]
+  --port N              HTTP/1.1 port on 127.0.0.1 (default 8000; 0 = any free port)
+  --tls-port N          HTTPS (HTTP/2 + HTTP/1.1, self-signed) port (default 8443; 0 = any; -1 = off)
+  --profile NAME        tiny | 8b-h100 | 70b-8xh100 (default tiny)
+  --profile-file PATH   a JSON profile (see src/profile.rs for the fields)
+  --batching MODE       continuous | static (overrides the profile)
+  --tokens-per-event N  tokens per SSE event (overrides the profile)
+  --max-num-seqs N      overrides the profile
+  --kv-capacity N       KV capacity in tokens (overrides the profile)
+  --zero-step-cost      steps cost nothing (server throughput benchmark)
+  --allow-origin O      Access-Control-Allow-Origin / Timing-Allow-Origin (default *)
+  --fault SPEC          faults for every request (see src/faults.rs)
+  --fault-every N       apply --fault to every N-th request only
+  --idle-exit-secs N    exit after N s without requests (default 900; 0 = never)
+Prints one line `listening http=ADDR https=ADDR` when ready.";
+
+struct Options {
+    port: u16,
+    tls_port: Option<u16>,
+    profile: Profile,
+    allow_origin: String,
+    fault: Option<(Faults, String)>,
+    fault_every: u64,
+    idle_exit: Option<Duration>,
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut args = std::env::args().skip(1);
+    let mut o = Options {
+        port: 8000,
+        tls_port: Some(8443),
+        profile: Profile::tiny(),
+        allow_origin: "*".into(),
+        fault: None,
+        fault_every: 1,
+        idle_exit: Some(Duration::from_secs(900)),
+    };
+    let mut overrides: Vec<(String, String)> = Vec::new();
+    let mut zero = false;
+    while let Some(a) = args.next() {
+        let mut val = || args.next().ok_or_else(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--help" | "-h" => return Err(HELP.into()),
+            "--port" => o.port = val()?.parse().map_err(|e| format!("--port: {e}"))?,
+            "--tls-port" => {
+                let v: i32 = val()?.parse().map_err(|e| format!("--tls-port: {e}"))?;
+                o.tls_port = if v < 0 {
+                    None
+                } else {
+                    Some(u16::try_from(v).map_err(|e| format!("--tls-port: {e}"))?)
+                };
+            }
+            "--profile" => {
+                let n = val()?;
+                o.profile = Profile::named(&n).ok_or_else(|| {
+                    format!("unknown profile {n}; known: {}", Profile::NAMES.join(", "))
+                })?;
+            }
+            "--profile-file" => {
+                let path = val()?;
+                let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+                o.profile = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+            }
+            "--batching" | "--tokens-per-event" | "--max-num-seqs" | "--kv-capacity" => {
+                overrides.push((a.clone(), val()?))
+            }
+            "--zero-step-cost" => zero = true,
+            "--allow-origin" => o.allow_origin = val()?,
+            "--fault" => {
+                let spec = val()?;
+                o.fault = Some((Faults::parse(&spec).map_err(|e| e.to_string())?, spec));
+            }
+            "--fault-every" => {
+                o.fault_every = val()?.parse().map_err(|e| format!("--fault-every: {e}"))?
+            }
+            "--idle-exit-secs" => {
+                let s: u64 = val()?
+                    .parse()
+                    .map_err(|e| format!("--idle-exit-secs: {e}"))?;
+                o.idle_exit = (s > 0).then(|| Duration::from_secs(s));
+            }
+            other => return Err(format!("unknown option {other}\n\n{HELP}")),
+        }
+    }
+    for (k, v) in overrides {
+        let n = || v.parse::<u64>().map_err(|e| format!("{k}: {e}"));
+        match k.as_str() {
+            "--batching" => {
+                o.profile.batching = match v.as_str() {
+                    "continuous" => Batching::Continuous,
+                    "static" => Batching::Static,
+                    _ => return Err("--batching: continuous or static".into()),
+                }
+            }
+            "--tokens-per-event" => {
+                o.profile.tokens_per_event = u32::try_from(n()?).map_err(|e| e.to_string())?.max(1)
+            }
+            "--max-num-seqs" => {
+                o.profile.max_num_seqs = u32::try_from(n()?).map_err(|e| e.to_string())?.max(1)
+            }
+            _ => o.profile.kv_capacity_tokens = n()?,
+        }
+    }
+    o.profile.zero_step_cost |= zero;
+    Ok(o)
+}
+
+#[tokio::main]
+async fn main() {
+    let opts = match parse_args() {
+        Ok(o) => o,
+        Err(msg) => {
+            eprintln!("{msg}");
+            std::process::exit(if msg == HELP { 0 } else { 2 });
+        }
+    };
+    if let Err(e) = run(opts).await {
+        eprintln!("pinbench-refserver: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(o: Options) -> Result<(), Box<dyn std::error::Error>> {
+    let origin = Instant::now();
+    let engine = engine::start(o.profile.clone(), origin);
+    let state = Arc::new(AppState::new(
+        o.profile.clone(),
+        engine,
+        origin,
+        o.allow_origin,
+        o.fault,
+        o.fault_every,
+    ));
+    let http = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], o.port))).await?;
+    let http_addr = http.local_addr()?;
+    let mut tls_addr = None;
+    if let Some(port) = o.tls_port {
+        let (cfg, _) = tls::self_signed()?;
+        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
+        tls_addr = Some(listener.local_addr()?);
+        let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
+        let st = state.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = tcp.set_nodelay(true);
+                let (acceptor, st) = (acceptor.clone(), st.clone());
+                tokio::spawn(async move {
+                    if let Ok(tls) = acceptor.accept(tcp).await {
+                        serve_conn(TokioIo::new(tls), st).await;
+                    }
+                });
+            }
+        });
+    }
+    let p = &o.profile;
+    println!(
+        "listening http={http_addr} https={} profile={} model={} batching={} max_num_seqs={} kv_tokens={} max_model_len={}",
+        tls_addr.map(|a| a.to_string()).unwrap_or_else(|| "off".into()),
+        p.name,
+        p.model_id,
+        http::batching_name(p),
+        p.max_num_seqs,
+        p.kv_capacity_tokens,
+        p.max_model_len
+    );
+    let st = state.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = http.accept().await else {
+                continue;
+            };
+            let _ = tcp.set_nodelay(true);
+            let st = st.clone();
+            tokio::spawn(async move { serve_conn(TokioIo::new(tcp), st).await });
+        }
+    });
+    let idle = o.idle_exit;
+    let st = state.clone();
+    let watchdog = async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if let Some(limit) = idle {
+                let last = st.last_activity_us.load(Ordering::Relaxed);
+                let quiet = micros_since(st.origin).saturating_sub(last);
+                if st.in_flight.load(Ordering::Relaxed) == 0 && quiet > limit.as_micros() as u64 {
+                    eprintln!(
+                        "pinbench-refserver: idle for {} s, exiting",
+                        limit.as_secs()
+                    );
+                    return;
+                }
+            }
+        }
+    };
+    tokio::select! {
+        _ = watchdog => {}
+        _ = tokio::signal::ctrl_c() => eprintln!("pinbench-refserver: interrupted, exiting"),
+        _ = terminate() => eprintln!("pinbench-refserver: terminated, exiting"),
+    }
+    Ok(())
+}
+
+async fn terminate() {
+    #[cfg(unix)]
+    {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+            return;
+        }
+    }
+    std::future::pending::<()>().await;
+}
+
+async fn serve_conn<I>(io: TokioIo<I>, state: Arc<AppState>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req| http::handle(state.clone(), req));
+    let _ = auto::Builder::new(TokioExecutor::new())
+        .serve_connection(io, svc)
+        .await;
+}
