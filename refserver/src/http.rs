@@ -392,14 +392,21 @@ struct Plan {
     continuous_usage: bool,
 }
 
-fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Response<RespBody>> {
-    let bad = |m: &str| error(state, StatusCode::BAD_REQUEST, "invalid_request_error", m);
+fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response<RespBody>>> {
+    let bad = |m: &str| {
+        Box::new(error(
+            state,
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            m,
+        ))
+    };
     let p = &state.profile;
     let chat = path == "/v1/chat/completions";
     match body.get("model").and_then(Value::as_str) {
         Some(m) if m == p.model_id => {}
         Some(m) => {
-            return Err(error(
+            return Err(Box::new(error(
                 state,
                 StatusCode::NOT_FOUND,
                 "model_not_found",
@@ -407,7 +414,7 @@ fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Response<Res
                     "The model `{m}` does not exist. This server serves `{}`.",
                     p.model_id
                 ),
-            ))
+            )))
         }
         None => return Err(bad("`model` is required")),
     }
@@ -515,7 +522,7 @@ async fn completion(
             truth.status = resp.status().as_u16();
             truth.finished_us = Some(state.now());
             state.truth.put(truth);
-            return with_id(resp, id);
+            return with_id(*resp, id);
         }
     };
     truth.prompt_tokens = plan.prompt_tokens;
@@ -562,6 +569,7 @@ async fn completion(
         );
     }
     truth.status = 200;
+    truth.headers_us = Some(state.now());
     if plan.stream {
         let (btx, brx) = mpsc::channel(256);
         let st = state.clone();
@@ -601,16 +609,22 @@ fn created() -> u64 {
         .unwrap_or(0)
 }
 
-fn chunk_json(
-    state: &AppState,
-    plan: &Plan,
-    id: u64,
-    text: Option<&str>,
+/// What one streamed chunk carries.
+#[derive(Default)]
+struct Parts<'a> {
+    text: Option<&'a str>,
     role: bool,
-    finish: Option<&str>,
+    finish: Option<&'a str>,
     usage: Option<Value>,
-    emit_us: u64,
-) -> Value {
+}
+
+fn chunk_json(state: &AppState, plan: &Plan, id: u64, parts: Parts<'_>, emit_us: u64) -> Value {
+    let Parts {
+        text,
+        role,
+        finish,
+        usage,
+    } = parts;
     let model = &state.profile.model_id;
     let choice = if plan.chat {
         let mut delta = serde_json::Map::new();
@@ -666,10 +680,11 @@ async fn stream_events(
                 &state,
                 &plan,
                 id,
-                None,
-                true,
-                None,
-                plan.continuous_usage.then(|| usage(plan.prompt_tokens, 0)),
+                Parts {
+                    role: true,
+                    usage: plan.continuous_usage.then(|| usage(plan.prompt_tokens, 0)),
+                    ..Parts::default()
+                },
                 now
             )
         ))
@@ -696,7 +711,17 @@ async fn stream_events(
                     .then(|| usage(plan.prompt_tokens, sent + pending));
                 let line = format!(
                     "data: {}\n\n",
-                    chunk_json(&state, &plan, id, Some(&text), false, None, u, now)
+                    chunk_json(
+                        &state,
+                        &plan,
+                        id,
+                        Parts {
+                            text: Some(&text),
+                            usage: u,
+                            ..Parts::default()
+                        },
+                        now
+                    )
                 );
                 if !send(line).await {
                     alive = false;
@@ -724,6 +749,8 @@ async fn stream_events(
                     break 'outer;
                 }
                 if faults.reset_after == Some(sent) {
+                    // Let the connection flush what was sent, then cut it.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     let _ = btx
                         .send(Err(io::Error::new(
                             io::ErrorKind::ConnectionReset,
@@ -745,28 +772,20 @@ async fn stream_events(
         let u = plan
             .continuous_usage
             .then(|| usage(plan.prompt_tokens, sent));
-        let fin = chunk_json(
-            &state,
-            &plan,
-            id,
-            if plan.chat { None } else { Some("") },
-            false,
-            Some(reason.as_str()),
-            u,
-            now,
-        );
+        let parts = Parts {
+            text: if plan.chat { None } else { Some("") },
+            finish: Some(reason.as_str()),
+            usage: u,
+            ..Parts::default()
+        };
+        let fin = chunk_json(&state, &plan, id, parts, now);
         let mut out = format!("data: {fin}\n\n");
         if plan.include_usage {
-            let mut v = chunk_json(
-                &state,
-                &plan,
-                id,
-                None,
-                false,
-                None,
-                Some(usage(plan.prompt_tokens, sent)),
-                now,
-            );
+            let parts = Parts {
+                usage: Some(usage(plan.prompt_tokens, sent)),
+                ..Parts::default()
+            };
+            let mut v = chunk_json(&state, &plan, id, parts, now);
             v["choices"] = json!([]);
             out.push_str(&format!("data: {v}\n\n"));
         }

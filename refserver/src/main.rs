@@ -30,6 +30,7 @@ Usage: pinbench-refserver [options]
   --fault SPEC          faults for every request (see src/faults.rs)
   --fault-every N       apply --fault to every N-th request only
   --idle-exit-secs N    exit after N s without requests (default 900; 0 = never)
+  --cert-out PATH       write the generated TLS certificate (DER) here, for clients to trust
 Prints one line `listening http=ADDR https=ADDR` when ready.";
 
 struct Options {
@@ -40,6 +41,7 @@ struct Options {
     fault: Option<(Faults, String)>,
     fault_every: u64,
     idle_exit: Option<Duration>,
+    cert_out: Option<String>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -52,6 +54,7 @@ fn parse_args() -> Result<Options, String> {
         fault: None,
         fault_every: 1,
         idle_exit: Some(Duration::from_secs(900)),
+        cert_out: None,
     };
     let mut overrides: Vec<(String, String)> = Vec::new();
     let mut zero = false;
@@ -97,6 +100,7 @@ fn parse_args() -> Result<Options, String> {
                     .map_err(|e| format!("--idle-exit-secs: {e}"))?;
                 o.idle_exit = (s > 0).then(|| Duration::from_secs(s));
             }
+            "--cert-out" => o.cert_out = Some(val()?),
             other => return Err(format!("unknown option {other}\n\n{HELP}")),
         }
     }
@@ -153,7 +157,10 @@ async fn run(o: Options) -> Result<(), Box<dyn std::error::Error>> {
     let http_addr = http.local_addr()?;
     let mut tls_addr = None;
     if let Some(port) = o.tls_port {
-        let (cfg, _) = tls::self_signed()?;
+        let (cfg, cert) = tls::self_signed()?;
+        if let Some(path) = &o.cert_out {
+            std::fs::write(path, &cert)?;
+        }
         let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
         tls_addr = Some(listener.local_addr()?);
         let acceptor = tokio_rustls::TlsAcceptor::from(cfg);

@@ -19,6 +19,8 @@ pub struct Truth {
     pub received_us: u64,
     /// Admitted into the batch, µs.
     pub admitted_us: Option<u64>,
+    /// Response headers handed to the connection, µs.
+    pub headers_us: Option<u64>,
     /// First token-carrying event written, µs.
     pub first_token_us: Option<u64>,
     /// Every token-carrying event: `[written µs, tokens]`.
