@@ -18,19 +18,35 @@ async fn h2_is_negotiated_and_carries_concurrent_streams() {
     let cert = std::fs::read(&cert_path).expect("cert written");
 
     let mut roots = rustls::RootCertStore::empty();
-    roots.add(rustls::pki_types::CertificateDer::from(cert)).expect("cert accepted");
-    let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    roots
+        .add(rustls::pki_types::CertificateDer::from(cert))
+        .expect("cert accepted");
+    let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", s.tls_port)).await.expect("connects");
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", s.tls_port))
+        .await
+        .expect("connects");
     let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg)).connect(name, tcp).await.expect("TLS handshake");
-    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]), "ALPN must pick h2");
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(name, tcp)
+        .await
+        .expect("TLS handshake");
+    assert_eq!(
+        tls.get_ref().1.alpn_protocol(),
+        Some(&b"h2"[..]),
+        "ALPN must pick h2"
+    );
 
-    let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls)).await.expect("h2 handshake");
+    let (sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            .await
+            .expect("h2 handshake");
     tokio::spawn(conn);
     let streams = 16;
     let mut tasks = Vec::new();
@@ -56,9 +72,20 @@ async fn h2_is_negotiated_and_carries_concurrent_streams() {
         ids.push(t.await.expect("task"));
     }
     // From the truth: every stream was admitted before the first one finished.
-    let truths: Vec<Value> = ids.iter().map(|id| common::get(s.port, &format!("/truth/{id}")).json()).collect();
-    let last_admit = truths.iter().map(|t| t["admitted_us"].as_u64().expect("admitted")).max().expect("some");
-    let first_finish = truths.iter().map(|t| t["finished_us"].as_u64().expect("finished")).min().expect("some");
+    let truths: Vec<Value> = ids
+        .iter()
+        .map(|id| common::get(s.port, &format!("/truth/{id}")).json())
+        .collect();
+    let last_admit = truths
+        .iter()
+        .map(|t| t["admitted_us"].as_u64().expect("admitted"))
+        .max()
+        .expect("some");
+    let first_finish = truths
+        .iter()
+        .map(|t| t["finished_us"].as_u64().expect("finished"))
+        .min()
+        .expect("some");
     assert!(last_admit < first_finish, "{streams} h2 streams did not overlap: last admitted {last_admit}, first finished {first_finish}");
     let _ = std::fs::remove_dir_all(&dir);
 }
