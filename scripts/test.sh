@@ -14,14 +14,14 @@ cargo fmt --all --check
 step "clippy (host)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "clippy (wasm32)"
-cargo clippy --target wasm32-unknown-unknown --lib --bins --test web --locked -- -D warnings
+cargo clippy -p pinbench --target wasm32-unknown-unknown --lib --bins --test web --locked -- -D warnings
 
 step "native tests"
 cargo test --workspace --locked 2>&1 | tee "$PINBENCH_CACHE/native-tests.log"
 awk '/^test result:/ { p += $4; f += $6 } END { printf "native tests: %d passed, %d failed\n", p, f }' "$PINBENCH_CACHE/native-tests.log"
 
 step "browser tests (wasm-bindgen-test, headless Chromium)"
-cargo test --target wasm32-unknown-unknown --locked --test web
+cargo test -p pinbench --target wasm32-unknown-unknown --locked --test web
 
 step "release build (trunk)"
 trunk build --release

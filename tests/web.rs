@@ -2,7 +2,6 @@
 //! and report signing and verification work in the browser exactly as natively.
 #![cfg(target_arch = "wasm32")]
 
-use leptos::prelude::*;
 use pinbench::core::report::{self, Verification};
 use pinbench::core::sign::KeyPair;
 use wasm_bindgen::JsCast;

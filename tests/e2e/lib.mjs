@@ -15,11 +15,12 @@ const TYPES = {
 };
 
 /** Serves `root` on 127.0.0.1 (random port) with COOP/COEP headers. Resolves to {server, url}. */
-export function serveDist(root) {
+export function serveDist(dir) {
+  const root = path.resolve(dir);
   const server = http.createServer((req, res) => {
     const urlPath = decodeURIComponent(new URL(req.url, "http://x").pathname);
     let file = path.join(root, urlPath === "/" ? "index.html" : urlPath);
-    if (!file.startsWith(path.resolve(root))) { res.writeHead(403).end(); return; }
+    if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
     if (!fs.existsSync(file) || fs.statSync(file).isDirectory()) file = path.join(root, "index.html");
     res.writeHead(200, {
       "Content-Type": TYPES[path.extname(file)] ?? "application/octet-stream",
