@@ -29,4 +29,9 @@ trunk build --release
 step "page load in headless Chromium"
 node tests/e2e/page_load.mjs dist
 
+step "end to end: pin gate, probe, runs against the reference server, signed report"
+cargo build --locked -p pinbench-refserver --bin pinbench-refserver
+cargo build --locked -p pinbench --bin pinbench-verify
+node tests/e2e/run_flow.mjs dist
+
 echo; echo "all checks passed"

@@ -3,6 +3,8 @@
 
 use leptos::prelude::*;
 
+pub mod run;
+
 /// The app's top-level sections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Section {
@@ -73,9 +75,12 @@ pub fn App() -> impl IntoView {
                     .collect_view()}
             </nav>
         </header>
-        <main class="shell__main" data-testid="section" aria-live="polite">
+        <main class="shell__main" data-testid="section">
             <h2 data-testid="section-title">{move || section.get().label()}</h2>
             <p>{move || section.get().blurb()}</p>
+            <Show when=move || section.get() == Section::Run>
+                <run::RunPage />
+            </Show>
         </main>
     }
 }

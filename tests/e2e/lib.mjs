@@ -42,7 +42,8 @@ export function launch(extraArgs = []) {
     args: [
       "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
       "--disable-background-networking", "--disable-component-update", "--disable-sync",
-      "--no-first-run", "--disable-quic", ...extraArgs,
+      "--no-first-run", "--disable-quic", "--disable-renderer-backgrounding",
+      "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows", ...extraArgs,
     ],
   });
 }

@@ -1,0 +1,361 @@
+//! When to dispatch the next request: closed loop (N streams) or open loop (arrivals at
+//! a rate, Poisson or gamma, with an in-flight cap), through warm-up, measured and
+//! cool-down windows. Pure: time comes in as µs, randomness as a 32-byte seed.
+//!
+//! Phases end exactly as [`crate::core::metrics::classify`] splits them afterwards: a
+//! `Requests` span ends after that many dispatches; a `Duration` span ends that long
+//! after the previous phase ended.
+
+use super::pins::{Arrival, LoadStep, Span, WindowPlan};
+
+/// What the runner should do now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Send a request now.
+    Dispatch,
+    /// Nothing to send before this time (µs).
+    WaitUntil(u64),
+    /// Nothing to send until a request completes.
+    WaitForCompletion,
+    /// Every request of the step has been dispatched.
+    Done,
+}
+
+/// A small deterministic generator (splitmix64) seeded by the caller's random bytes.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// From 32 random bytes.
+    pub fn from_seed(seed: [u8; 32]) -> Self {
+        let mut s = 0u64;
+        for c in seed.chunks(8) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            s ^= u64::from_le_bytes(b).rotate_left(17);
+        }
+        Rng(s)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1).
+    pub fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let (u1, u2) = (self.unit(), self.unit());
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    /// Gamma(shape, scale 1) (Marsaglia–Tsang; shape < 1 boosted).
+    pub fn gamma(&mut self, shape: f64) -> f64 {
+        if shape < 1.0 {
+            let u = self.unit();
+            return self.gamma(shape + 1.0) * u.powf(1.0 / shape);
+        }
+        let d = shape - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = (1.0 + c * x).powi(3);
+            if v <= 0.0 {
+                continue;
+            }
+            let u = self.unit();
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                return d * v;
+            }
+        }
+    }
+}
+
+/// Dispatch planner for one load step.
+#[derive(Clone, Debug)]
+pub struct Scheduler {
+    load: LoadStep,
+    spans: [Span; 3],
+    phase: usize,
+    phase_start_us: u64,
+    phase_dispatched: u32,
+    dispatched: u32,
+    in_flight: u32,
+    next_arrival_us: u64,
+    rng: Rng,
+}
+
+impl Scheduler {
+    /// Starts at `t0_us`.
+    pub fn new(load: LoadStep, window: WindowPlan, t0_us: u64, seed: [u8; 32]) -> Self {
+        let mut s = Self {
+            load,
+            spans: [window.warmup, window.measured, window.cooldown],
+            phase: 0,
+            phase_start_us: t0_us,
+            phase_dispatched: 0,
+            dispatched: 0,
+            in_flight: 0,
+            next_arrival_us: t0_us,
+            rng: Rng::from_seed(seed),
+        };
+        s.advance_phases(t0_us);
+        s
+    }
+
+    /// Requests dispatched so far.
+    pub fn dispatched(&self) -> u32 {
+        self.dispatched
+    }
+
+    /// Requests in flight.
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+
+    /// Total requests the step will send, when every span counts requests.
+    pub fn planned_total(&self) -> Option<u32> {
+        self.spans
+            .iter()
+            .map(|s| match s {
+                Span::Requests { count } => Some(*count),
+                Span::Duration { .. } => None,
+            })
+            .sum()
+    }
+
+    fn advance_phases(&mut self, now: u64) {
+        while self.phase < 3 {
+            let end = match self.spans[self.phase] {
+                Span::Requests { count } => (self.phase_dispatched >= count).then_some(now),
+                Span::Duration { ms } => {
+                    let end = self.phase_start_us.saturating_add(ms * 1000);
+                    (now >= end).then_some(end)
+                }
+            };
+            match end {
+                Some(t) => {
+                    self.phase += 1;
+                    self.phase_start_us = t;
+                    self.phase_dispatched = 0;
+                }
+                None => break,
+            }
+        }
+    }
+
+    fn inter_arrival_us(&mut self, rate_milli_rps: u64, arrival: Arrival) -> u64 {
+        let mean_s = 1000.0 / rate_milli_rps.max(1) as f64;
+        let x = match arrival {
+            Arrival::Poisson => -self.rng.unit().ln(),
+            Arrival::Gamma { shape_milli } => {
+                let k = f64::from(shape_milli.max(1)) / 1000.0;
+                self.rng.gamma(k) / k
+            }
+        };
+        (x * mean_s * 1e6).round() as u64
+    }
+
+    /// What to do at `now_us`.
+    pub fn next(&mut self, now_us: u64) -> Next {
+        self.advance_phases(now_us);
+        if self.phase >= 3 {
+            return Next::Done;
+        }
+        match self.load {
+            LoadStep::Closed { concurrency } => {
+                if self.in_flight < concurrency {
+                    Next::Dispatch
+                } else {
+                    Next::WaitForCompletion
+                }
+            }
+            LoadStep::Open { in_flight_cap, .. } => {
+                if now_us < self.next_arrival_us {
+                    Next::WaitUntil(self.next_arrival_us)
+                } else if self.in_flight < in_flight_cap {
+                    Next::Dispatch
+                } else {
+                    Next::WaitForCompletion
+                }
+            }
+        }
+    }
+
+    /// A request was sent at `now_us`.
+    pub fn on_dispatch(&mut self, now_us: u64) {
+        self.dispatched += 1;
+        self.phase_dispatched += 1;
+        self.in_flight += 1;
+        if let LoadStep::Open {
+            rate_milli_rps,
+            arrival,
+            ..
+        } = self.load
+        {
+            // The next arrival follows the previous *arrival*, not the dispatch, so a
+            // capped client does not slow the offered rate down.
+            let gap = self.inter_arrival_us(rate_milli_rps, arrival);
+            self.next_arrival_us = self.next_arrival_us.saturating_add(gap);
+        }
+        self.advance_phases(now_us);
+    }
+
+    /// A request ended at `now_us`.
+    pub fn on_complete(&mut self, now_us: u64) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.advance_phases(now_us);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(w: Span, m: Span, c: Span) -> WindowPlan {
+        WindowPlan {
+            warmup: w,
+            measured: m,
+            cooldown: c,
+        }
+    }
+
+    #[test]
+    fn closed_loop_keeps_n_in_flight_and_stops_at_the_total() {
+        let p = plan(
+            Span::Requests { count: 2 },
+            Span::Requests { count: 5 },
+            Span::Requests { count: 1 },
+        );
+        let mut s = Scheduler::new(LoadStep::Closed { concurrency: 3 }, p, 0, [1; 32]);
+        assert_eq!(s.planned_total(), Some(8));
+        let mut t = 0;
+        for _ in 0..3 {
+            assert_eq!(s.next(t), Next::Dispatch);
+            s.on_dispatch(t);
+        }
+        assert_eq!(s.next(t), Next::WaitForCompletion);
+        while s.next(t) != Next::Done {
+            t += 10;
+            if s.next(t) == Next::Dispatch {
+                s.on_dispatch(t);
+            } else {
+                s.on_complete(t);
+            }
+            assert!(s.in_flight() <= 3);
+        }
+        assert_eq!(s.dispatched(), 8);
+    }
+
+    #[test]
+    fn duration_windows_end_by_time() {
+        let p = plan(
+            Span::Duration { ms: 10 },
+            Span::Duration { ms: 20 },
+            Span::Requests { count: 0 },
+        );
+        let mut s = Scheduler::new(LoadStep::Closed { concurrency: 1 }, p, 1_000, [2; 32]);
+        assert_eq!(s.planned_total(), None);
+        assert_eq!(s.next(1_000), Next::Dispatch);
+        s.on_dispatch(1_000);
+        s.on_complete(30_000);
+        assert_eq!(s.next(30_000), Next::Dispatch);
+        s.on_dispatch(30_000);
+        s.on_complete(31_001);
+        assert_eq!(
+            s.next(31_001),
+            Next::Done,
+            "warm-up 10 ms + measured 20 ms end at 31 ms"
+        );
+    }
+
+    #[test]
+    fn open_loop_poisson_rate_is_right() {
+        // 100 req/s for 20 s of measured window, no cap pressure: ~2000 arrivals.
+        let p = plan(
+            Span::Requests { count: 0 },
+            Span::Duration { ms: 20_000 },
+            Span::Requests { count: 0 },
+        );
+        let load = LoadStep::Open {
+            rate_milli_rps: 100_000,
+            arrival: Arrival::Poisson,
+            in_flight_cap: 1_000_000,
+        };
+        let mut s = Scheduler::new(load, p, 0, [3; 32]);
+        let mut t = 0;
+        let mut gaps = Vec::new();
+        let mut last = None;
+        loop {
+            match s.next(t) {
+                Next::Dispatch => {
+                    if let Some(l) = last {
+                        gaps.push((t - l) as f64);
+                    }
+                    last = Some(t);
+                    s.on_dispatch(t);
+                }
+                Next::WaitUntil(u) => t = u,
+                Next::WaitForCompletion => unreachable!("no cap pressure"),
+                Next::Done => break,
+            }
+        }
+        let n = s.dispatched() as f64;
+        assert!(
+            (1900.0..2100.0).contains(&n),
+            "{n} arrivals in 20 s at 100/s"
+        );
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+        let cv = var.sqrt() / mean;
+        assert!(
+            (0.9..1.1).contains(&cv),
+            "Poisson inter-arrivals have CV 1, got {cv}"
+        );
+    }
+
+    #[test]
+    fn gamma_shape_sets_burstiness() {
+        let mut r = Rng::from_seed([4; 32]);
+        for (k, want_cv) in [(0.25f64, 2.0f64), (4.0, 0.5)] {
+            let xs: Vec<f64> = (0..20_000).map(|_| r.gamma(k) / k).collect();
+            let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+            let cv = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64).sqrt()
+                / mean;
+            assert!((mean - 1.0).abs() < 0.05, "mean {mean} for k={k}");
+            assert!(
+                (cv - want_cv).abs() < 0.1 * want_cv,
+                "cv {cv} for k={k}, want {want_cv}"
+            );
+        }
+    }
+
+    #[test]
+    fn open_loop_cap_holds_arrivals() {
+        let p = plan(
+            Span::Requests { count: 0 },
+            Span::Requests { count: 10 },
+            Span::Requests { count: 0 },
+        );
+        let load = LoadStep::Open {
+            rate_milli_rps: 1_000_000,
+            arrival: Arrival::Poisson,
+            in_flight_cap: 2,
+        };
+        let mut s = Scheduler::new(load, p, 0, [5; 32]);
+        let t = 10_000_000;
+        assert_eq!(s.next(t), Next::Dispatch);
+        s.on_dispatch(t);
+        assert_eq!(s.next(t), Next::Dispatch);
+        s.on_dispatch(t);
+        assert_eq!(s.next(t), Next::WaitForCompletion);
+    }
+}

@@ -1,0 +1,526 @@
+//! The Run screen: the pinned config form (with presets, probe, checklist and fit check),
+//! the live view, and the results with a signed report download.
+
+use std::rc::Rc;
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::core::metrics::{ClientEnv, Dist};
+use crate::core::pins::{self, FitInputs, PinId, Provenance, RawConfig, RawField, RunConfig};
+use crate::core::report::{Report, ReportBody};
+use crate::core::sign::KeyPair;
+use crate::web::runner::{self, Progress, RunInputs};
+use crate::web::{self, fetch};
+
+const KEY_STORAGE: &str = "pinbench.signing-key";
+
+/// Presets fill only workload pins (lengths and load), never model or server pins.
+const PRESETS: [(&str, &str, &str, &str, &str); 4] = [
+    ("chat", "chat 128→128, c=8", "128", "128", "8"),
+    ("agent", "agent 8000→256, c=16", "8000", "256", "16"),
+    (
+        "long-decode",
+        "long decode 8000→4000, c=16",
+        "8000",
+        "4000",
+        "16",
+    ),
+    ("single", "single stream 128→32, c=1", "128", "32", "1"),
+];
+
+fn initial_form() -> RawConfig {
+    let mut r = RawConfig::default();
+    for (name, text) in [
+        ("endpoint_url", "http://127.0.0.1:8000"),
+        ("dialect", "completions"),
+        ("load_mode", "closed"),
+    ] {
+        if let Some(f) = r.field_mut(name) {
+            *f = RawField::declared(text);
+        }
+    }
+    r
+}
+
+fn provenance_label(p: &Provenance) -> String {
+    match p {
+        Provenance::Declared => "declared".into(),
+        Provenance::Probed { url, field } => format!("probed: {url} {field}"),
+        Provenance::Measured { what } => format!("measured: {what}"),
+    }
+}
+
+/// The signing key from browser storage, created on first use.
+pub fn signing_key() -> KeyPair {
+    let stored = web::storage().and_then(|s| s.get_item(KEY_STORAGE).ok().flatten());
+    if let Some(k) = stored.and_then(|t| KeyPair::from_secret_base64(&t).ok()) {
+        return k;
+    }
+    let k = KeyPair::from_secret(web::random_seed());
+    if let Some(s) = web::storage() {
+        let _ = s.set_item(KEY_STORAGE, &k.secret_base64());
+    }
+    k
+}
+
+/// Reads what the endpoint exposes and returns `(field, value, provenance)` fills.
+async fn probe(base: &str) -> Result<Vec<(&'static str, String, Provenance)>, String> {
+    let base = pins::parse_base_url(base).ok_or("the endpoint URL is not http(s)://host:port")?;
+    let page_https = web_sys::window()
+        .and_then(|w| w.location().protocol().ok())
+        .is_some_and(|p| p == "https:");
+    if page_https && base.starts_with("http://") {
+        return Err("Mixed content: this page is HTTPS and cannot call an http:// endpoint. Serve the endpoint over HTTPS or open pinbench over http://.".into());
+    }
+    let models_url = format!("{base}/v1/models");
+    let (status, text) = fetch::request_text("GET", &models_url, None).await.map_err(|e| {
+        format!("Could not read {models_url}: {e}. The server is down, or it refuses this page's origin (CORS): vLLM --allowed-origins, TGI --cors-allow-origin, Ollama OLLAMA_ORIGINS; llama.cpp and SGLang allow any origin.")
+    })?;
+    if status == 401 || status == 403 {
+        return Err(format!(
+            "{models_url} answered {status}: the endpoint needs an API key."
+        ));
+    }
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|_| format!("{models_url} did not return JSON (status {status})"))?;
+    let m = &v["data"][0];
+    let mut out = Vec::new();
+    let probed = |field: &str| Provenance::Probed {
+        url: models_url.clone(),
+        field: field.into(),
+    };
+    if let Some(id) = m["id"].as_str() {
+        out.push(("model_id", id.to_owned(), probed("data[0].id")));
+    }
+    if let Some(n) = m["max_model_len"].as_u64() {
+        out.push((
+            "max_model_len",
+            n.to_string(),
+            probed("data[0].max_model_len"),
+        ));
+    } else if let Some(n) = m["meta"]["n_ctx_train"].as_u64() {
+        out.push((
+            "max_model_len",
+            n.to_string(),
+            probed("data[0].meta.n_ctx_train"),
+        ));
+    }
+    if let Some(n) = m["meta"]["n_params"]
+        .as_u64()
+        .or_else(|| m["pinbench"]["params"].as_u64())
+    {
+        let f = if m["meta"]["n_params"].is_u64() {
+            "data[0].meta.n_params"
+        } else {
+            "data[0].pinbench.params"
+        };
+        out.push(("model_params", n.to_string(), probed(f)));
+    }
+    let pb = &m["pinbench"];
+    if let Some(n) = pb["max_num_seqs"].as_u64() {
+        out.push((
+            "max_num_seqs",
+            n.to_string(),
+            probed("data[0].pinbench.max_num_seqs"),
+        ));
+    }
+    if let Some(n) = pb["kv_capacity_tokens"].as_u64() {
+        out.push((
+            "kv_capacity",
+            n.to_string(),
+            probed("data[0].pinbench.kv_capacity_tokens"),
+        ));
+    }
+    if let Some(b) = pb["batching"].as_str() {
+        out.push((
+            "scheduling",
+            b.to_owned(),
+            probed("data[0].pinbench.batching"),
+        ));
+    }
+    if let Some(e) = pb["engine"].as_str() {
+        out.push((
+            "model_engine",
+            e.to_owned(),
+            probed("data[0].pinbench.engine"),
+        ));
+    }
+    // vLLM's cache config info gauge.
+    let metrics_url = format!("{base}/metrics");
+    if !out.iter().any(|o| o.0 == "kv_capacity") {
+        if let Ok((200, text)) = fetch::request_text("GET", &metrics_url, None).await {
+            if let Some(n) = text
+                .split("kv_cache_size_tokens=\"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .filter(|n| n.parse::<u64>().is_ok())
+            {
+                out.push((
+                    "kv_capacity",
+                    n.to_owned(),
+                    Provenance::Probed {
+                        url: metrics_url,
+                        field: "vllm:cache_config_info{kv_cache_size_tokens}".into(),
+                    },
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn fmt_ms(us: u64) -> String {
+    format!("{:.1} ms", us as f64 / 1000.0)
+}
+
+fn fmt_rate(milli: u64) -> String {
+    format!("{:.1}", milli as f64 / 1000.0)
+}
+
+fn dist_cells(d: Option<Dist>, f: fn(u64) -> String) -> String {
+    d.map(|d| {
+        format!(
+            "p50 {} · p90 {} · p99 {} (n={})",
+            f(d.p50),
+            f(d.p90),
+            f(d.p99),
+            d.count
+        )
+    })
+    .unwrap_or_else(|| "—".into())
+}
+
+/// One line stating the pins, printed beside every headline number.
+pub fn pins_line(cfg: &RunConfig) -> String {
+    format!(
+        "{} ({} params, {}) · prompt {} tok · output {} tok ({:?}) · {} · KV {} · max len {} · max seqs {} · {:?} batching · {:?} phases",
+        cfg.model.id.value,
+        cfg.model.params.value,
+        cfg.model.quantization.value,
+        cfg.prompt_len.value,
+        cfg.output_len.value,
+        cfg.output_enforcement.value,
+        cfg.load.value.steps.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" → "),
+        cfg.kv.capacity.value,
+        cfg.kv.max_model_len.value,
+        cfg.kv.max_num_seqs.value,
+        cfg.scheduling.value,
+        cfg.phases.value,
+    )
+}
+
+/// The Run screen.
+#[component]
+pub fn RunPage() -> impl IntoView {
+    let form = RwSignal::new(initial_form());
+    let api_key = RwSignal::new(String::new());
+    let probe_msg = RwSignal::new(String::new());
+    let running = RwSignal::new(false);
+    let progress = RwSignal::new(Progress::default());
+    let report = RwSignal::new(None::<Report>);
+    let run_error = RwSignal::new(String::new());
+    let abort = StoredValue::new_local(None::<web_sys::AbortController>);
+    let key_id = RwSignal::new(String::new());
+    Effect::new(move |_| key_id.set(signing_key().key_id()));
+
+    #[allow(clippy::redundant_closure)]
+    let pinned = Memo::new(move |_| form.with(|f| RunConfig::try_from(f)));
+    let fit = Memo::new(move |_| form.with(|f| pins::fit_check(&FitInputs::from_raw(f))));
+
+    let set_field = move |name: &'static str, text: String| {
+        form.update(|f| {
+            if let Some(field) = f.field_mut(name) {
+                *field = RawField::declared(text);
+            }
+        })
+    };
+    let apply_preset = move |p: (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    )| {
+        form.update(|f| {
+            for (name, text) in [
+                ("prompt_tokens", p.2),
+                ("output_tokens", p.3),
+                ("load_mode", "closed"),
+                ("concurrency", p.4),
+            ] {
+                if let Some(field) = f.field_mut(name) {
+                    *field = RawField::declared(text);
+                }
+            }
+        })
+    };
+    let on_probe = move |_| {
+        let base = form.with_untracked(|f| f.endpoint_url.text.clone());
+        probe_msg.set("Probing…".into());
+        spawn_local(async move {
+            match probe(&base).await {
+                Ok(fills) => {
+                    let names: Vec<&str> = fills.iter().map(|f| f.0).collect();
+                    form.update(|f| {
+                        for (name, text, source) in fills {
+                            if let Some(field) = f.field_mut(name) {
+                                *field = RawField { text, source };
+                            }
+                        }
+                    });
+                    probe_msg.set(format!("Probed: {}", names.join(", ")));
+                }
+                Err(e) => probe_msg.set(e),
+            }
+        });
+    };
+    let on_start = move |_| {
+        let Ok(cfg) = pinned.get_untracked() else {
+            return;
+        };
+        let controller = match web_sys::AbortController::new() {
+            Ok(c) => c,
+            Err(_) => return run_error.set("This browser has no AbortController.".into()),
+        };
+        abort.set_value(Some(controller.clone()));
+        running.set(true);
+        report.set(None);
+        run_error.set(String::new());
+        let key = api_key.get_untracked();
+        spawn_local(async move {
+            let calibration = match cfg.prompt_exactness.value {
+                pins::PromptExactness::ServerTokenizer => {
+                    match runner::calibrate(&cfg.endpoint.base_url, &cfg.model.id.value).await {
+                        Some(c) => c,
+                        None => {
+                            running.set(false);
+                            return run_error.set("The server has no /tokenize endpoint: pin prompt exactness as usage_calibrated or approximate.".into());
+                        }
+                    }
+                }
+                _ => Default::default(),
+            };
+            let created = js_sys::Date::new_0()
+                .to_iso_string()
+                .as_string()
+                .unwrap_or_default();
+            let inputs = Rc::new(RunInputs {
+                cfg: cfg.clone(),
+                api_key: Some(key).filter(|k| !k.is_empty()),
+                calibration,
+                extra_header: None,
+            });
+            let env_res = web::timer_resolution_us();
+            // Batch UI updates to one per animation frame, so rendering never competes with
+            // timestamping chunks.
+            let pending = Rc::new(std::cell::RefCell::new(None::<Progress>));
+            let scheduled = Rc::new(std::cell::Cell::new(false));
+            let on_progress: Rc<dyn Fn(Progress)> = Rc::new(move |p| {
+                *pending.borrow_mut() = Some(p);
+                if scheduled.replace(true) {
+                    return;
+                }
+                let (pend, sch) = (pending.clone(), scheduled.clone());
+                let cb = wasm_bindgen::closure::Closure::once_into_js(move || {
+                    sch.set(false);
+                    if let Some(p) = pend.borrow_mut().take() {
+                        progress.set(p);
+                    }
+                });
+                if let Some(w) = web_sys::window() {
+                    use wasm_bindgen::JsCast;
+                    let _ = w.request_animation_frame(cb.unchecked_ref());
+                }
+            });
+            let records = runner::run(inputs, controller, on_progress).await;
+            let env = ClientEnv {
+                timer_resolution_us: env_res,
+                cross_origin_isolated: web::cross_origin_isolated(),
+                event_loop_lag_p99_us: 0,
+                event_loop_lag_max_us: 0,
+            };
+            match ReportBody::build(created, cfg, None, Vec::new(), env, records) {
+                Ok(body) => {
+                    let mut r = Report::new(body);
+                    match r.sign(&signing_key()) {
+                        Ok(()) => report.set(Some(r)),
+                        Err(e) => run_error.set(format!("Could not sign the report: {e}")),
+                    }
+                }
+                Err(e) => run_error.set(format!("Could not build the report: {e}")),
+            }
+            running.set(false);
+        });
+    };
+    let on_stop = move |_| {
+        if let Some(c) = abort.get_value() {
+            c.abort();
+        }
+    };
+    let on_download = move |_| {
+        if let Some(r) = report.get_untracked() {
+            match r.to_json() {
+                Ok(text) => {
+                    if let Err(e) = web::download("pinbench-report.json", "application/json", &text)
+                    {
+                        run_error.set(format!("Download failed: {e}"));
+                    }
+                }
+                Err(e) => run_error.set(e.to_string()),
+            }
+        }
+    };
+
+    let fields = RawConfig::FIELDS
+        .iter()
+        .map(|&(name, pin)| {
+            let label = name.replace('_', " ");
+            let value =
+                move || form.with(|f| f.field(name).map(|x| x.text.clone()).unwrap_or_default());
+            let source = move || {
+                form.with(|f| {
+                    f.field(name)
+                        .map(|x| provenance_label(&x.source))
+                        .unwrap_or_default()
+                })
+            };
+            let missing = move || {
+                pinned.with(|p| {
+                    p.as_ref()
+                        .err()
+                        .is_some_and(|e| e.problems().iter().any(|q| q.field == name))
+                })
+            };
+            view! {
+                <div class="pin" class:pin--missing=missing data-pin=pin.label()>
+                    <label for=format!("pin-{name}")>{label}</label>
+                    <input
+                        id=format!("pin-{name}")
+                        data-testid=format!("pin-{name}")
+                        prop:value=value
+                        on:input=move |ev| set_field(name, event_target_value(&ev))
+                    />
+                    <span class="pin__source" data-testid=format!("source-{name}")>{source}</span>
+                </div>
+            }
+        })
+        .collect_view();
+
+    view! {
+        <section class="run" aria-label="Run a benchmark">
+            <div class="run__presets" role="group" aria-label="Workload presets">
+                {PRESETS
+                    .iter()
+                    .map(|&p| view! { <button data-testid=format!("preset-{}", p.0) on:click=move |_| apply_preset(p)>{p.1}</button> })
+                    .collect_view()}
+                <button data-testid="probe" on:click=on_probe>"Probe endpoint"</button>
+                <span data-testid="probe-message" role="status">{move || probe_msg.get()}</span>
+            </div>
+            <div class="run__form">
+                {fields}
+                <div class="pin">
+                    <label for="api-key">"API key (memory only)"</label>
+                    <input id="api-key" type="password" data-testid="api-key" autocomplete="off" prop:value=move || api_key.get() on:input=move |ev| api_key.set(event_target_value(&ev)) />
+                </div>
+            </div>
+            <div class="run__checklist" data-testid="checklist" aria-live="polite">
+                {move || match pinned.get() {
+                    Ok(_) => view! { <p data-testid="all-pinned">"Every pin is set."</p> }.into_any(),
+                    Err(e) => view! {
+                        <p>"Start is disabled until every pin is set. Missing or invalid:"</p>
+                        <ul>
+                            {e.problems()
+                                .iter()
+                                .map(|p| view! { <li data-testid=format!("missing-{}", p.field)>{p.to_string()}</li> })
+                                .collect_view()}
+                        </ul>
+                    }
+                        .into_any(),
+                }}
+            </div>
+            <div class="run__fit" data-testid="fit-check">
+                <strong>{move || format!("Fit check: {:?}", fit.get().verdict)}</strong>
+                <ul>{move || fit.get().lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}</ul>
+            </div>
+            <div class="run__controls">
+                <button data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=on_start>"Start"</button>
+                <button data-testid="stop" disabled=move || !running.get() on:click=on_stop>"Stop"</button>
+                <span data-testid="key-id">{move || format!("signing key {}", key_id.get())}</span>
+            </div>
+            <div class="run__live" data-testid="live" aria-live="polite">
+                {move || {
+                    let p = progress.get();
+                    let elapsed = (web::now_us().saturating_sub(p.started_us)) as f64 / 1e6;
+                    format!(
+                        "step {}/{} · dispatched {}{} · completed {} · in flight {} of target {} · {} tokens ({:.0} tok/s aggregate so far) · errors: {}",
+                        p.step.0 + 1,
+                        p.step.1.max(1),
+                        p.dispatched,
+                        p.planned.map(|n| format!(" of {n}")).unwrap_or_default(),
+                        p.completed,
+                        p.in_flight.0,
+                        p.in_flight.1,
+                        p.tokens,
+                        if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 },
+                        if p.errors.is_empty() { "none".to_owned() } else { p.errors.iter().map(|(k, n)| format!("{k}×{n}")).collect::<Vec<_>>().join(", ") },
+                    )
+                }}
+            </div>
+            <p class="run__error" data-testid="run-error" role="alert">{move || run_error.get()}</p>
+            {move || report.get().map(|r| results_view(&r, on_download))}
+        </section>
+    }
+}
+
+fn results_view(
+    r: &Report,
+    on_download: impl Fn(leptos::ev::MouseEvent) + 'static,
+) -> impl IntoView {
+    let b = &r.body;
+    let pins = pins_line(&b.config);
+    let rows = b
+        .summary
+        .steps
+        .iter()
+        .map(|s| {
+            let steady = s.windows.steady.map(|w| format!("{} tok/s aggregate (steady window, {} µs)", fmt_rate(w.aggregate_output_milli), w.end_us - w.start_us)).unwrap_or_else(|| "no steady window".into());
+            view! {
+                <tr data-testid=format!("result-step-{}", s.step)>
+                    <td>{s.load.to_string()}</td>
+                    <td data-testid="aggregate">{steady}</td>
+                    <td>{dist_cells(s.decode_speed_milli, fmt_rate)}" tok/s per stream (decode)"</td>
+                    <td>{dist_cells(s.ttft_us, fmt_ms)}</td>
+                    <td>{dist_cells(s.tpot_us, fmt_ms)}</td>
+                    <td data-testid="achieved-concurrency">{format!("{} achieved (max {}) of {}", pins::milli(s.concurrency.achieved_mean_milli), s.concurrency.achieved_max, s.concurrency.target)}</td>
+                    <td data-testid="errors">{format!("{:?}", s.errors_by_kind)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let verdict = if b.client.invalid {
+        "INVALID: the client limited this run"
+    } else {
+        "valid"
+    };
+    view! {
+        <section class="results" data-testid="results" aria-label="Results">
+            <p class="results__pins" data-testid="results-pins">{pins}</p>
+            <p data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
+            <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
+            <table>
+                <thead><tr><th>"load"</th><th>"aggregate output"</th><th>"per-stream decode"</th><th>"TTFT"</th><th>"TPOT"</th><th>"concurrency"</th><th>"errors"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+            <button data-testid="download-report" on:click=on_download>"Download signed report"</button>
+        </section>
+    }
+}
+
+/// Which pin a field belongs to (for grouping in tests and styles).
+pub fn pin_of(name: &str) -> Option<PinId> {
+    RawConfig::FIELDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, p)| *p)
+}
