@@ -174,6 +174,8 @@ pub struct Chunk {
     pub has_choices: bool,
     /// The reference server's emission time, µs.
     pub server_time_us: Option<u64>,
+    /// The response id (`id`), which correlates the request with server logs.
+    pub id: Option<String>,
     /// llama.cpp `timings`, when present.
     pub timings: Option<ServerTimings>,
 }
@@ -299,6 +301,7 @@ pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEv
     }
     let mut chunk = Chunk {
         server_time_us: opt_u64(obj.get(SERVER_TIME_FIELD), SERVER_TIME_FIELD)?,
+        id: opt_str(obj.get("id"), "id")?,
         ..Chunk::default()
     };
     match obj.get("usage") {

@@ -851,6 +851,7 @@ mod tests {
                 cached_tokens: None,
             }),
             finish_reason: Some("length".into()),
+            response_id: None,
             server_timings: None,
             protocol: Some("h2".into()),
             wire: None,

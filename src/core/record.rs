@@ -176,6 +176,8 @@ pub struct RequestRecord {
     pub usage: Option<Usage>,
     /// The finish reason.
     pub finish_reason: Option<String>,
+    /// The response id the server gave (chunk `id`), to correlate with its logs.
+    pub response_id: Option<String>,
     /// The server's own timings (llama.cpp).
     pub server_timings: Option<ServerTimings>,
     /// `nextHopProtocol` (`h2`, `http/1.1`), when the browser exposes it.
@@ -351,6 +353,7 @@ impl RequestTimeline {
                 deltas: 0,
                 usage: None,
                 finish_reason: None,
+                response_id: None,
                 server_timings: None,
                 protocol: None,
                 wire: None,
@@ -417,6 +420,9 @@ impl RequestTimeline {
                 self.stream_error.get_or_insert(e.message);
             }
             Ok(StreamEvent::Chunk(c)) => {
+                if self.rec.response_id.is_none() {
+                    self.rec.response_id.clone_from(&c.id);
+                }
                 let mut tokens = 0u64;
                 if let Some(u) = c.usage {
                     let increment = u

@@ -54,7 +54,9 @@ async function runOnce(page, base, concurrency, counts) {
   await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
   const since = (await (await fetch(`http://127.0.0.1:${ref.http}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
   await page.getByTestId("start").click();
-  await page.getByTestId("download-report").waitFor({ timeout: 120000 });
+  // Poll slowly: Playwright's default waitFor polls every animation frame, which keeps the
+  // page's main thread busy and perturbs the very timings under test.
+  await page.waitForFunction(() => document.querySelector('[data-testid="download-report"]') !== null, null, { polling: 500, timeout: 120000 });
   const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
   const file = path.join(os.tmpdir(), `pinbench-e2e-${process.pid}-${concurrency}.json`);
   await download.saveAs(file);
@@ -63,17 +65,16 @@ async function runOnce(page, base, concurrency, counts) {
 }
 
 function compare(report, truths, label) {
-  // Requests are matched by dispatch order (client send order = server receive order);
-  // only measured requests are compared: warm-up absorbs connection setup (TLS), which
-  // the client's TTFT includes by definition and the server cannot see.
+  // Requests are matched to the server's truth by response id (chunk `id` = cmpl-<truth id>).
+  // Only measured requests are compared: warm-up absorbs connection setup (TLS), which the
+  // client's TTFT includes by definition and the server cannot see.
   const step = report.body.summary.steps[0];
   const excluded = new Set([...step.requests.warmup, ...step.requests.cooldown]);
-  const all = report.body.records.filter((r) => r.outcome.kind === "ok").sort((a, b) => a.t_send_us - b.t_send_us);
-  const allTr = truths.filter((t) => t.status === 200 && t.path.endsWith("completions")).sort((a, b) => a.received_us - b.received_us);
-  check(all.length === allTr.length, `${label}: ${all.length} client records vs ${allTr.length} server truths`);
-  const keep = all.map((r) => !excluded.has(r.index));
-  const recs = all.filter((_, i) => keep[i]);
-  const tr = allTr.filter((_, i) => keep[i]);
+  const all = report.body.records.filter((r) => r.outcome.kind === "ok");
+  const byId = new Map(truths.map((t) => [`cmpl-${t.id}`, t]));
+  check(all.every((r) => byId.has(r.response_id)), `${label}: every client record has its server truth (${all.length} records)`);
+  const recs = all.filter((r) => !excluded.has(r.index) && byId.has(r.response_id));
+  const tr = recs.map((r) => byId.get(r.response_id));
   const ttftDiff = [], gapDiff = [];
   let tokensClient = 0, tokensServer = 0, exact = true;
   recs.forEach((r, i) => {
