@@ -53,9 +53,11 @@ fn tpot_rises_with_context_length() {
 }
 
 /// Per-stream decode tok/s (mean over requests) and aggregate tok/s at concurrency `c`.
+/// 500-token prompts make each stream's KV read (0.5 ms a step on `tiny`) dominate the
+/// step cost, so the effect of concurrency stands far above scheduling noise.
 fn speeds_at(port: u16, c: usize) -> (f64, f64) {
     let handles: Vec<_> = (0..c)
-        .map(|_| thread::spawn(move || (0..2).map(|_| run(port, 8, 64)).collect::<Vec<_>>()))
+        .map(|_| thread::spawn(move || (0..2).map(|_| run(port, 500, 64)).collect::<Vec<_>>()))
         .collect();
     let truths: Vec<Value> = handles
         .into_iter()
@@ -188,14 +190,11 @@ fn kv_overflow_shows_as_waiting_requests() {
         .map(|t| t["admitted_us"].as_u64().expect("a"))
         .collect();
     admitted.sort_unstable();
-    // The first two decode 400 tokens at ≥ 1.5 ms a step (≥ 600 ms) before any KV is freed.
+    // The first two decode 400 tokens at ≥ 1.5 ms a step (≥ 600 ms) before any KV is
+    // freed, so the third is admitted long after the second.
+    let wait = admitted[2] - admitted[1];
     assert!(
-        admitted[1] - admitted[0] < 10_000,
-        "the first two were admitted together"
-    );
-    assert!(
-        admitted[2] - admitted[0] > 500_000,
-        "the third request was admitted {} µs after the first: before any KV was freed",
-        admitted[2] - admitted[0]
+        wait > 500_000,
+        "the third request was admitted {wait} µs after the second: before any KV was freed"
     );
 }

@@ -701,6 +701,18 @@ impl<'a> Parser<'a> {
     }
 }
 
+impl Parser<'_> {
+    /// A field that takes one of `options`; the error lists exactly those names.
+    fn choice<T: Copy>(&mut self, name: &'static str, options: &[(&str, T)]) -> Option<Pinned<T>> {
+        let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+        let expected = match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
+        };
+        self.get(name, &expected, |t| parse_choice(t, options))
+    }
+}
+
 fn parse_u32(t: &str) -> Option<u32> {
     t.replace('_', "").parse().ok()
 }
@@ -871,15 +883,13 @@ impl TryFrom<&RawConfig> for RunConfig {
             "http(s)://host:port without credentials",
             parse_base_url,
         );
-        let dialect = p.get("dialect", "completions or chat", |t| {
-            parse_choice(
-                t,
-                &[
-                    ("completions", Dialect::Completions),
-                    ("chat", Dialect::Chat),
-                ],
-            )
-        });
+        let dialect = p.choice(
+            "dialect",
+            &[
+                ("completions", Dialect::Completions),
+                ("chat", Dialect::Chat),
+            ],
+        );
         let model_id = p.get("model_id", "the API model id", |t| Some(t.to_owned()));
         let params = p.disclosed(
             "model_params",
@@ -896,39 +906,25 @@ impl TryFrom<&RawConfig> for RunConfig {
         );
         let dist_help = "a token count, uniform(min,max) or normal(mean,std,min,max)";
         let prompt_len = p.get("prompt_tokens", dist_help, parse_length_dist);
-        let exactness = p.get(
+        let exactness = p.choice(
             "prompt_exactness",
-            "server_tokenizer, usage_calibrated or approximate",
-            |t| {
-                parse_choice(
-                    t,
-                    &[
-                        ("server_tokenizer", PromptExactness::ServerTokenizer),
-                        ("usage_calibrated", PromptExactness::UsageCalibrated),
-                        ("approximate", PromptExactness::Approximate),
-                    ],
-                )
-            },
+            &[
+                ("server_tokenizer", PromptExactness::ServerTokenizer),
+                ("usage_calibrated", PromptExactness::UsageCalibrated),
+                ("approximate", PromptExactness::Approximate),
+            ],
         );
         let output_len = p.get("output_tokens", dist_help, parse_length_dist);
-        let enforcement = p.get(
+        let enforcement = p.choice(
             "output_enforcement",
-            "ignore_eos, min_tokens, both or none",
-            |t| {
-                parse_choice(
-                    t,
-                    &[
-                        ("ignore_eos", LengthEnforcement::IgnoreEos),
-                        ("min_tokens", LengthEnforcement::MinTokens),
-                        ("both", LengthEnforcement::Both),
-                        ("none", LengthEnforcement::None),
-                    ],
-                )
-            },
+            &[
+                ("ignore_eos", LengthEnforcement::IgnoreEos),
+                ("min_tokens", LengthEnforcement::MinTokens),
+                ("both", LengthEnforcement::Both),
+                ("none", LengthEnforcement::None),
+            ],
         );
-        let mode = p.get("load_mode", "closed or open", |t| {
-            parse_choice(t, &[("closed", true), ("open", false)])
-        });
+        let mode = p.choice("load_mode", &[("closed", true), ("open", false)]);
         let steps = match mode.as_ref().map(|m| m.value) {
             Some(true) => p
                 .get(
@@ -976,31 +972,23 @@ impl TryFrom<&RawConfig> for RunConfig {
         let max_model_len = p.disclosed("max_model_len", "tokens", parse_positive_u32);
         let capacity = p.disclosed("kv_capacity", "KV tokens, or gpu:0.9", parse_kv_capacity);
         let max_num_seqs = p.disclosed("max_num_seqs", "a count", parse_positive_u32);
-        let phases = p.get(
+        let phases = p.choice(
             "phases",
-            "colocated, disaggregated, chunked_prefill or undisclosed",
-            |t| {
-                parse_choice(
-                    t,
-                    &[
-                        ("colocated", PhaseMode::Colocated),
-                        ("disaggregated", PhaseMode::Disaggregated),
-                        ("chunked_prefill", PhaseMode::ChunkedPrefill),
-                        ("undisclosed", PhaseMode::Undisclosed),
-                    ],
-                )
-            },
+            &[
+                ("colocated", PhaseMode::Colocated),
+                ("disaggregated", PhaseMode::Disaggregated),
+                ("chunked_prefill", PhaseMode::ChunkedPrefill),
+                ("undisclosed", PhaseMode::Undisclosed),
+            ],
         );
-        let scheduling = p.get("scheduling", "continuous, static or undisclosed", |t| {
-            parse_choice(
-                t,
-                &[
-                    ("continuous", Scheduling::Continuous),
-                    ("static", Scheduling::Static),
-                    ("undisclosed", Scheduling::Undisclosed),
-                ],
-            )
-        });
+        let scheduling = p.choice(
+            "scheduling",
+            &[
+                ("continuous", Scheduling::Continuous),
+                ("static", Scheduling::Static),
+                ("undisclosed", Scheduling::Undisclosed),
+            ],
+        );
         let span_help = "a request count like 8 or a duration like 10s";
         let warmup = p.get("warmup", span_help, parse_span);
         let measured = p.get("measured", "a request count ≥ 1 or a duration > 0", |t| {
@@ -1008,17 +996,15 @@ impl TryFrom<&RawConfig> for RunConfig {
                 .filter(|s| !matches!(s, Span::Requests { count: 0 } | Span::Duration { ms: 0 }))
         });
         let cooldown = p.get("cooldown", span_help, parse_span);
-        let nonce = p.get("nonce_prefix", "on or off", |t| {
-            parse_choice(
-                t,
-                &[
-                    ("on", true),
-                    ("off", false),
-                    ("true", true),
-                    ("false", false),
-                ],
-            )
-        });
+        let nonce = p.choice(
+            "nonce_prefix",
+            &[
+                ("on", true),
+                ("off", false),
+                ("true", true),
+                ("false", false),
+            ],
+        );
         let temperature = p.get("temperature", "a number ≥ 0", |t| {
             t.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
         });
