@@ -784,8 +784,8 @@ pub fn client_verdict(
         if http1_only && c.target > HTTP1_CONNECTIONS_PER_HOST {
             invalid = true;
             findings.push(format!(
-                "Step {}: target concurrency {} over HTTP/1.1, but a browser opens at most {} connections per host:port: achieved concurrency {} (max {}). The client, not the server, limited this run.",
-                s.step, c.target, HTTP1_CONNECTIONS_PER_HOST, super::pins::milli(c.achieved_mean_milli), c.achieved_max.min(HTTP1_CONNECTIONS_PER_HOST)
+                "Step {}: target concurrency {} over HTTP/1.1, but a browser opens at most {} connections per host:port: measured achieved concurrency {} (max {}). The client, not the server, limited this run.",
+                s.step, c.target, HTTP1_CONNECTIONS_PER_HOST, super::pins::milli(c.achieved_mean_milli), c.achieved_max
             ));
         } else if c.wire_timing_known
             && matches!(s.load, LoadStep::Closed { .. })

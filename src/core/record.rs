@@ -193,10 +193,8 @@ pub struct RequestRecord {
 impl RequestRecord {
     /// Generated tokens: the server's count when it gave one, else the chunks' sum.
     pub fn output_tokens(&self) -> u64 {
-        match (self.usage, self.token_counts) {
-            (Some(u), _) => u.completion_tokens,
-            (None, _) => self.chunk_tokens(),
-        }
+        self.usage
+            .map_or_else(|| self.chunk_tokens(), |u| u.completion_tokens)
     }
 
     /// Sum of the token chunks' counts.

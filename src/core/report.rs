@@ -395,23 +395,24 @@ pub fn recompute(report: &Report) -> Result<Vec<Mismatch>, ReportError> {
     let b = &report.body;
     let summary = metrics::summarize(&b.records, &MetricsPlan::from_config(&b.config, b.slo))?;
     let client = metrics::client_verdict(&b.records, &summary, b.client.env);
-    let to_v = |v: &dyn erased::Ser| v.value().map_err(|e| ReportError::Json(e.to_string()));
     let mut out = Vec::new();
-    diff("summary", &to_v(&b.summary)?, &to_v(&summary)?, &mut out);
-    diff("client", &to_v(&b.client)?, &to_v(&client)?, &mut out);
+    diff(
+        "summary",
+        &to_value(&b.summary)?,
+        &to_value(&summary)?,
+        &mut out,
+    );
+    diff(
+        "client",
+        &to_value(&b.client)?,
+        &to_value(&client)?,
+        &mut out,
+    );
     Ok(out)
 }
 
-mod erased {
-    /// Serialises any value to JSON (object-safe helper).
-    pub trait Ser {
-        fn value(&self) -> Result<serde_json::Value, serde_json::Error>;
-    }
-    impl<T: serde::Serialize> Ser for T {
-        fn value(&self) -> Result<serde_json::Value, serde_json::Error> {
-            serde_json::to_value(self)
-        }
-    }
+fn to_value<T: Serialize>(v: &T) -> Result<Value, ReportError> {
+    serde_json::to_value(v).map_err(|e| ReportError::Json(e.to_string()))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::core::metrics::{ClientEnv, Dist};
-use crate::core::pins::{self, FitInputs, PinId, Provenance, RawConfig, RawField, RunConfig};
+use crate::core::pins::{self, FitInputs, Provenance, RawConfig, RawField, RunConfig};
 use crate::core::report::{Report, ReportBody};
 use crate::core::sign::KeyPair;
 use crate::web::runner::{self, Progress, RunInputs};
@@ -515,12 +515,4 @@ fn results_view(
             <button data-testid="download-report" on:click=on_download>"Download signed report"</button>
         </section>
     }
-}
-
-/// Which pin a field belongs to (for grouping in tests and styles).
-pub fn pin_of(name: &str) -> Option<PinId> {
-    RawConfig::FIELDS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, p)| *p)
 }
