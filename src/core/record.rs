@@ -143,6 +143,9 @@ pub struct WireTiming {
     pub request_start_us: u64,
     /// When the first response byte arrived (`responseStart`).
     pub response_start_us: u64,
+    /// When the last response byte arrived in the network stack (`responseEnd`); 0 when
+    /// the entry had not completed.
+    pub response_end_us: u64,
 }
 
 /// Everything the client observed for one request.
@@ -207,6 +210,16 @@ impl RequestRecord {
         self.wire
             .map(|w| w.request_start_us.max(self.t_send_us))
             .unwrap_or(self.t_send_us)
+    }
+
+    /// When the request left the wire: Resource Timing `responseEnd` when known (the page
+    /// may see the end later, when its event loop is busy), else [`Self::t_end_us`].
+    pub fn t_wire_end_us(&self) -> u64 {
+        let end = self.t_end_us();
+        match self.wire {
+            Some(w) if w.response_end_us > 0 => w.response_end_us.min(end).max(self.t_active_us()),
+            _ => end,
+        }
     }
 
     /// End of the request's life (`t_done_us`, else its last chunk, else `t_send_us`).

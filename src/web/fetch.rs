@@ -239,6 +239,7 @@ pub fn attach_resource_timing(records: &mut [RequestRecord], url: &str) {
                 connect_start_us: us(e.connect_start()),
                 request_start_us: us(e.request_start()),
                 response_start_us: us(e.response_start()),
+                response_end_us: us(e.response_end()),
             });
         }
     }
