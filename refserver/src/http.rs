@@ -41,8 +41,9 @@ pub struct AppState {
     pub truth: TruthStore,
     /// `Access-Control-Allow-Origin` value (`*` or one origin).
     pub allow_origin: String,
-    /// Server-wide faults.
-    pub fault: Option<(Faults, String)>,
+    /// Server-wide faults (spec text kept for the truth record); several are applied in
+    /// turn.
+    pub faults: Vec<(Faults, String)>,
     /// Apply server-wide faults to every N-th request (1 = all).
     pub fault_every: u64,
     /// Request ids.
@@ -60,7 +61,7 @@ impl AppState {
         engine: EngineHandle,
         origin: Instant,
         allow_origin: String,
-        fault: Option<(Faults, String)>,
+        faults: Vec<(Faults, String)>,
         fault_every: u64,
     ) -> Self {
         Self {
@@ -69,7 +70,7 @@ impl AppState {
             engine,
             truth: TruthStore::default(),
             allow_origin,
-            fault,
+            faults,
             fault_every: fault_every.max(1),
             next_id: AtomicU64::new(1),
             in_flight: AtomicU64::new(0),
@@ -504,10 +505,13 @@ async fn completion(
                 )
             }
         },
-        None => match &state.fault {
-            Some((f, spec)) if id % state.fault_every == 0 => (f.clone(), Some(spec.clone())),
-            _ => (Faults::default(), None),
-        },
+        // Every N-th request gets the next server-wide fault, in turn.
+        None if !state.faults.is_empty() && id % state.fault_every == 0 => {
+            let (f, spec) =
+                &state.faults[((id / state.fault_every - 1) % state.faults.len() as u64) as usize];
+            (f.clone(), Some(spec.clone()))
+        }
+        None => (Faults::default(), None),
     };
     let mut truth = Truth {
         id,

@@ -27,8 +27,9 @@ Usage: pinbench-refserver [options]
   --kv-capacity N       KV capacity in tokens (overrides the profile)
   --zero-step-cost      steps cost nothing (server throughput benchmark)
   --allow-origin O      Access-Control-Allow-Origin / Timing-Allow-Origin (default *)
-  --fault SPEC          faults for every request (see src/faults.rs)
-  --fault-every N       apply --fault to every N-th request only
+  --fault SPEC          faults for every request (see src/faults.rs); repeat the flag to
+                        apply several specs in turn
+  --fault-every N       apply the faults to every N-th request only
   --idle-exit-secs N    exit after N s without requests (default 900; 0 = never)
   --cert-out PATH       write the generated TLS certificate (DER) here, for clients to trust
 Prints one line `listening http=ADDR https=ADDR` when ready.";
@@ -38,7 +39,7 @@ struct Options {
     tls_port: Option<u16>,
     profile: Profile,
     allow_origin: String,
-    fault: Option<(Faults, String)>,
+    faults: Vec<(Faults, String)>,
     fault_every: u64,
     idle_exit: Option<Duration>,
     cert_out: Option<String>,
@@ -51,7 +52,7 @@ fn parse_args() -> Result<Options, String> {
         tls_port: Some(8443),
         profile: Profile::tiny(),
         allow_origin: "*".into(),
-        fault: None,
+        faults: Vec::new(),
         fault_every: 1,
         idle_exit: Some(Duration::from_secs(900)),
         cert_out: None,
@@ -89,7 +90,8 @@ fn parse_args() -> Result<Options, String> {
             "--allow-origin" => o.allow_origin = val()?,
             "--fault" => {
                 let spec = val()?;
-                o.fault = Some((Faults::parse(&spec).map_err(|e| e.to_string())?, spec));
+                o.faults
+                    .push((Faults::parse(&spec).map_err(|e| e.to_string())?, spec));
             }
             "--fault-every" => {
                 o.fault_every = val()?.parse().map_err(|e| format!("--fault-every: {e}"))?
@@ -150,7 +152,7 @@ async fn run(o: Options) -> Result<(), Box<dyn std::error::Error>> {
         engine,
         origin,
         o.allow_origin,
-        o.fault,
+        o.faults,
         o.fault_every,
     ));
     let http = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], o.port))).await?;

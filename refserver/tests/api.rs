@@ -350,6 +350,22 @@ fn every_fault_mode() {
 }
 
 #[test]
+fn several_server_wide_faults_apply_in_turn() {
+    let s = Server::start(&[
+        "--fault",
+        "status=429",
+        "--fault",
+        "status=500",
+        "--fault-every",
+        "2",
+    ]);
+    let statuses: Vec<u16> = (0..6)
+        .map(|_| post(s.port, "/v1/completions", &completion(4, 2), &[]).status)
+        .collect();
+    assert_eq!(statuses, vec![200, 429, 200, 500, 200, 429]);
+}
+
+#[test]
 fn server_wide_faults_every_nth_request() {
     let s = Server::start(&["--fault", "status=503", "--fault-every", "2"]);
     let statuses: Vec<u16> = (0..4)

@@ -42,7 +42,7 @@ const WORKLOAD = {
   temperature: "0", sampling_extra: "{}", load_mode: "closed",
 };
 
-async function runOnce(page, base, concurrency, counts) {
+async function runOnce(page, base, concurrency, counts, extra = {}) {
   await fill(page, "endpoint_url", base);
   await page.getByTestId("probe").click();
   await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 10000 });
@@ -51,8 +51,10 @@ async function runOnce(page, base, concurrency, counts) {
   await fill(page, "warmup", String(counts[0]));
   await fill(page, "measured", String(counts[1]));
   await fill(page, "cooldown", String(counts[2]));
+  for (const [k, v] of Object.entries(extra)) if (k !== "truthBase") await fill(page, k, v);
   await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
-  const since = (await (await fetch(`http://127.0.0.1:${ref.http}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
+  const truthBase = extra.truthBase ?? `http://127.0.0.1:${ref.http}`;
+  const since = (await (await fetch(`${truthBase}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
   await page.getByTestId("start").click();
   // Poll slowly: Playwright's default waitFor polls every animation frame, which keeps the
   // page's main thread busy and perturbs the very timings under test.
@@ -60,7 +62,7 @@ async function runOnce(page, base, concurrency, counts) {
   const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
   const file = path.join(os.tmpdir(), `pinbench-e2e-${process.pid}-${concurrency}.json`);
   await download.saveAs(file);
-  const truths = await (await fetch(`http://127.0.0.1:${ref.http}/truth?since=${since}`)).json();
+  const truths = await (await fetch(`${truthBase}/truth?since=${since}`)).json();
   return { file, report: JSON.parse(fs.readFileSync(file, "utf8")), truths };
 }
 
@@ -151,6 +153,22 @@ try {
     check(s.concurrency.achieved_max === 6, `http/1.1 c=16: achieved concurrency max ${s.concurrency.achieved_max} on the wire (6 connections)`);
     check(s.concurrency.achieved_mean_milli < 8000, `http/1.1 c=16: achieved mean concurrency ${s.concurrency.achieved_mean_milli / 1000} is far below the target 16`);
     check(report.body.client.invalid && report.body.client.findings.some((f) => f.includes("client")), "http/1.1 c=16: report names the client as the limit");
+  }
+  // Faults: every 3rd request gets, in turn, a 429, a reset after 3 tokens, a 3 s stall.
+  {
+    const faulty = await startRefserver(["--fault", "status=429", "--fault", "reset_after=3", "--fault", "stall_ms=3000@2", "--fault-every", "3"]);
+    try {
+      const { page } = await newPage();
+      const { report } = await runOnce(page, `https://127.0.0.1:${faulty.https}`, 4, [0, 24, 0], { stall_timeout_s: "1", truthBase: `http://127.0.0.1:${faulty.http}` });
+      const errs = report.body.summary.steps[0].errors_by_kind;
+      console.log(`faults: errors by kind ${JSON.stringify(errs)}`);
+      check(errs.http_429 === 3, `faults: three 429s in the report (${errs.http_429})`);
+      check(errs.network === 3, `faults: three resets in the report as network errors (${errs.network})`);
+      check(errs.stalled === 2, `faults: two stalls in the report (${errs.stalled})`);
+      check(report.body.records.length === 24, `faults: the run completed all 24 requests (${report.body.records.length})`);
+    } finally {
+      faulty.stop();
+    }
   }
 } catch (e) {
   failures.push(String(e.stack ?? e));
