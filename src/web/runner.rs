@@ -74,11 +74,14 @@ pub async fn calibrate(base_url: &str, model: &str) -> Option<Calibration> {
                 fetch::post_json(&format!("{base_url}/tokenize"), &body.to_string()).await
             {
                 let v: serde_json::Value = serde_json::from_str(&t).ok()?;
-                if let Some(n) = v.get("count").and_then(|c| c.as_u64()) {
+                // A server that ignored this form answers with no tokens: try the next one.
+                let n = v.get("count").and_then(|c| c.as_u64()).or_else(|| {
+                    v.get("tokens")
+                        .and_then(|t| t.as_array())
+                        .map(|a| a.len() as u64)
+                });
+                if let Some(n) = n.filter(|&n| n > 0) {
                     return Some(n);
-                }
-                if let Some(a) = v.get("tokens").and_then(|t| t.as_array()) {
-                    return Some(a.len() as u64);
                 }
             }
         }
