@@ -764,10 +764,12 @@ pub struct ClientVerdict {
 
 /// Judges the client: protocol connection caps, achieved vs offered concurrency, timer
 /// resolution and event-loop lag.
+/// `cleartext` is true for an `http://` endpoint, where browsers speak only HTTP/1.1.
 pub fn client_verdict(
     records: &[RequestRecord],
     summary: &Summary,
     env: ClientEnv,
+    cleartext: bool,
 ) -> ClientVerdict {
     let mut protocols = BTreeMap::new();
     for r in records {
@@ -782,7 +784,8 @@ pub fn client_verdict(
     }
     let mut findings = Vec::new();
     let mut invalid = false;
-    let http1_only = protocols.keys().all(|p| p == "http/1.1" || p == "http/1.0");
+    let http1_only = cleartext
+        || (!protocols.is_empty() && protocols.keys().all(|p| p == "http/1.1" || p == "http/1.0"));
     for s in &summary.steps {
         let c = &s.concurrency;
         if http1_only && c.target > HTTP1_CONNECTIONS_PER_HOST {
@@ -802,7 +805,7 @@ pub fn client_verdict(
             ));
         }
         if !c.wire_timing_known {
-            findings.push(format!("Step {}: the browser did not expose wire timing (the server sends no Timing-Allow-Origin): achieved concurrency is the client's offered concurrency.", s.step));
+            findings.push(format!("Step {}: the browser did not expose wire timing for every request (a server without Timing-Allow-Origin hides it): achieved concurrency counts those requests from when the page sent them.", s.step));
         }
     }
     if protocols.contains_key("unknown") {
@@ -1115,7 +1118,7 @@ mod tests {
             event_loop_lag_p99_us: 100,
             event_loop_lag_max_us: 500,
         };
-        let v = client_verdict(&records, &summary, env);
+        let v = client_verdict(&records, &summary, env, false);
         assert!(v.invalid);
         assert!(
             v.findings[0].contains("at most 6 connections"),
@@ -1139,12 +1142,28 @@ mod tests {
             .collect();
         let s2 = summarize(&h2, &plan(vec![LoadStep::Closed { concurrency: 8 }], 0, 8))
             .expect("summary");
-        assert!(!client_verdict(&h2, &s2, env).invalid);
+        assert!(!client_verdict(&h2, &s2, env, false).invalid);
+        // A cleartext endpoint is HTTP/1.1 even when no protocol was exposed.
+        let unknown: Vec<RequestRecord> = h2
+            .iter()
+            .map(|r| RequestRecord {
+                protocol: None,
+                wire: None,
+                ..r.clone()
+            })
+            .collect();
+        let s3 = summarize(
+            &unknown,
+            &plan(vec![LoadStep::Closed { concurrency: 8 }], 0, 8),
+        )
+        .expect("summary");
+        assert!(!client_verdict(&unknown, &s3, env, false).invalid);
+        assert!(client_verdict(&unknown, &s3, env, true).invalid);
         let laggy = ClientEnv {
             event_loop_lag_p99_us: 50_000,
             ..env
         };
-        assert!(client_verdict(&h2, &s2, laggy).invalid);
+        assert!(client_verdict(&h2, &s2, laggy, false).invalid);
     }
 
     #[test]

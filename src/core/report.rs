@@ -129,7 +129,8 @@ impl ReportBody {
         records: Vec<RequestRecord>,
     ) -> Result<Self, ReportError> {
         let summary = metrics::summarize(&records, &MetricsPlan::from_config(&config, slo))?;
-        let client = metrics::client_verdict(&records, &summary, env);
+        let cleartext = config.endpoint.base_url.starts_with("http://");
+        let client = metrics::client_verdict(&records, &summary, env, cleartext);
         Ok(Self {
             tool: Tool::this(),
             created,
@@ -394,7 +395,8 @@ fn diff(path: &str, stored: &Value, fresh: &Value, out: &mut Vec<Mismatch>) {
 pub fn recompute(report: &Report) -> Result<Vec<Mismatch>, ReportError> {
     let b = &report.body;
     let summary = metrics::summarize(&b.records, &MetricsPlan::from_config(&b.config, b.slo))?;
-    let client = metrics::client_verdict(&b.records, &summary, b.client.env);
+    let cleartext = b.config.endpoint.base_url.starts_with("http://");
+    let client = metrics::client_verdict(&b.records, &summary, b.client.env, cleartext);
     let mut out = Vec::new();
     diff(
         "summary",

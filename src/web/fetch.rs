@@ -201,8 +201,8 @@ pub fn reset_resource_timing() {
     }
 }
 
-/// Attaches Resource Timing to records of requests to `url`: entries and records are
-/// paired in start order (fetch order equals `t_send` order), so concurrent requests to
+/// Attaches Resource Timing to records of requests to `url`: each record (in send order)
+/// takes the unused entry whose start is nearest its `t_send`, so concurrent requests to
 /// the same URL each get their own entry. Cross-origin entries are only detailed when the
 /// server sends `Timing-Allow-Origin`.
 pub fn attach_resource_timing(records: &mut [RequestRecord], url: &str) {
@@ -218,18 +218,22 @@ pub fn attach_resource_timing(records: &mut [RequestRecord], url: &str) {
     let mut order: Vec<usize> = (0..records.len()).collect();
     order.sort_by_key(|&i| records[i].t_send_us);
     let us = |ms: f64| (ms * 1000.0).round().max(0.0) as u64;
-    let mut next = 0;
+    let starts: Vec<u64> = entries.iter().map(|e| us(e.start_time())).collect();
+    let mut used = vec![false; entries.len()];
     for i in order {
         let rec = &mut records[i];
-        // Skip entries that started well before this request (other runs, probes).
-        while next < entries.len() && us(entries[next].start_time()) + 5_000 < rec.t_send_us {
-            next += 1;
+        // The unused entry whose start is nearest this request's send, within 50 ms.
+        let pos = starts.partition_point(|&s| s < rec.t_send_us);
+        let mut best: Option<(u64, usize)> = None;
+        for k in (pos.saturating_sub(64)..(pos + 64).min(starts.len())).filter(|&k| !used[k]) {
+            let d = starts[k].abs_diff(rec.t_send_us);
+            if d <= 50_000 && best.is_none_or(|(bd, _)| d < bd) {
+                best = Some((d, k));
+            }
         }
-        let Some(e) = entries.get(next) else { break };
-        if us(e.start_time()) > rec.t_send_us + 5_000 {
-            continue;
-        }
-        next += 1;
+        let Some((_, k)) = best else { continue };
+        used[k] = true;
+        let e = &entries[k];
         let proto = e.next_hop_protocol();
         if !proto.is_empty() {
             rec.protocol = Some(proto);
