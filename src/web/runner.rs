@@ -138,7 +138,8 @@ pub async fn run(
                 ..Progress::default()
             },
             next_index,
-            rng: Rng::from_seed(seed),
+            // Lengths and nonces draw from their own stream, not the arrival process's.
+            rng: Rng::from_seed(seed.map(|b| b ^ 0x5a)),
             cal,
             calibrate_from_usage: inputs.cfg.prompt_exactness.value
                 == PromptExactness::UsageCalibrated,
@@ -163,7 +164,7 @@ pub async fn run(
         let _ = JsFuture::from(sleep_ms(50)).await;
     }
     // Entries appear when responses complete; give the last ones a moment.
-    let _ = JsFuture::from(sleep_ms(20)).await;
+    let _ = JsFuture::from(sleep_ms(100)).await;
     fetch::attach_resource_timing(&mut all, &url);
     all
 }
