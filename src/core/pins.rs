@@ -537,6 +537,32 @@ raw_config! {
     sampling_extra => PinId::Sampling,
 }
 
+impl RawConfig {
+    /// The non-empty fields as a JSON object `{field: text}`, for a shareable link. It holds
+    /// only pins: the API key is not part of the configuration and never enters it.
+    pub fn to_share_json(&self) -> String {
+        let map: BTreeMap<&str, &str> = Self::FIELDS
+            .iter()
+            .filter_map(|(name, _)| self.field(name).map(|f| (*name, f.text.trim())))
+            .filter(|(_, t)| !t.is_empty())
+            .collect();
+        serde_json::to_string(&map).unwrap_or_default()
+    }
+
+    /// Fills fields from [`RawConfig::to_share_json`]'s output as declared values; unknown
+    /// names are ignored. `None` when the text is not such an object.
+    pub fn from_share_json(text: &str) -> Option<RawConfig> {
+        let map: BTreeMap<String, String> = serde_json::from_str(text).ok()?;
+        let mut r = RawConfig::default();
+        for (name, value) in map {
+            if let Some(f) = r.field_mut(&name) {
+                *f = RawField::declared(value);
+            }
+        }
+        Some(r)
+    }
+}
+
 /// The pins of DESIGN §1 (plus the endpoint itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -1453,6 +1479,19 @@ mod tests {
             RunConfig::try_from(&raw).expect_err("arrival").problems()[0].field,
             "arrival"
         );
+    }
+
+    #[test]
+    fn share_json_round_trips_pins_only() {
+        let raw = full_raw();
+        let text = raw.to_share_json();
+        assert!(!text.contains("provenance"));
+        let back = RawConfig::from_share_json(&text).expect("parses");
+        assert_eq!(back, raw);
+        assert_eq!(RunConfig::try_from(&back), RunConfig::try_from(&raw));
+        assert!(RawConfig::from_share_json("[1]").is_none());
+        let partial = RawConfig::from_share_json(r#"{"model_id":"m","nope":"x"}"#).expect("object");
+        assert_eq!(partial.model_id.text, "m");
     }
 
     #[test]

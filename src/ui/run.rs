@@ -29,7 +29,19 @@ const PRESETS: [(&str, &str, &str, &str, &str); 4] = [
     ("single", "single stream 128→32, c=1", "128", "32", "1"),
 ];
 
+/// The URL fragment that carries shared pins.
+const SHARE_PREFIX: &str = "#pins=";
+
 fn initial_form() -> RawConfig {
+    let shared = web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .and_then(|h| h.strip_prefix(SHARE_PREFIX).map(str::to_owned))
+        .and_then(|enc| js_sys::decode_uri_component(&enc).ok())
+        .and_then(|s| s.as_string())
+        .and_then(|text| RawConfig::from_share_json(&text));
+    if let Some(r) = shared {
+        return r;
+    }
     let mut r = RawConfig::default();
     for (name, text) in [
         ("endpoint_url", "http://127.0.0.1:8000"),
@@ -477,6 +489,15 @@ pub fn RunPage() -> impl IntoView {
             <div class="run__fit" data-testid="fit-check">
                 <strong>{move || format!("Fit check: {:?}", fit.get().verdict)}</strong>
                 <ul>{move || fit.get().lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}</ul>
+            </div>
+            <div class="pin run__share">
+                <label for="share-link">"Shareable link (pins only, never the API key)"</label>
+                <input id="share-link" data-testid="share-link" readonly prop:value=move || {
+                    let loc = web_sys::window().map(|w| w.location());
+                    let here = loc.and_then(|l| Some(format!("{}{}", l.origin().ok()?, l.pathname().ok()?))).unwrap_or_default();
+                    let json = form.with(RawConfig::to_share_json);
+                    format!("{here}{SHARE_PREFIX}{}", String::from(js_sys::encode_uri_component(&json)))
+                } />
             </div>
             <div class="run__controls">
                 <button data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=on_start>"Start"</button>

@@ -134,6 +134,16 @@ try {
     const protos = report.body.client.protocols;
     check(protos.h2 > 0, `h2 c=${c}: requests went over h2 (${JSON.stringify(protos)})`);
     if (c === 8) {
+      // Shareable link: carries every pin, never the API key.
+      await page.getByTestId("api-key").fill("sk-test-secret");
+      const link = await page.getByTestId("share-link").inputValue();
+      check(!link.includes("sk-test-secret"), "share link: never carries the API key");
+      const { page: shared } = await newPage();
+      await shared.goto(link);
+      await shared.reload();
+      await shared.getByTestId("all-pinned").waitFor({ timeout: 5000 });
+      check(await shared.getByTestId("pin-concurrency").inputValue() === "8", "share link: opens with every pin set (concurrency 8)");
+      check(await shared.getByTestId("api-key").inputValue() === "", "share link: the API key field stays empty");
       const out = execFileSync(verifyBin, [file]).toString();
       check(out.includes("signature valid"), "signature: downloaded report verifies natively");
       const text = fs.readFileSync(file, "utf8").replace('"t_send_us": ', '"t_send_us": 1');
