@@ -57,3 +57,35 @@ export function watchErrors(page) {
   page.on("response", (r) => { if (r.status() >= 400) errors.push(`http ${r.status()}: ${r.url()}`); });
   return errors;
 }
+
+/** Collects pass/fail lines; `finish(name)` prints the verdict and exits non-zero on failure. */
+export function checker() {
+  const failures = [];
+  return {
+    failures,
+    check(ok, msg) {
+      if (!ok) failures.push(msg);
+      console.log(`${ok ? "ok  " : "FAIL"} ${msg}`);
+    },
+    finish(name) {
+      if (failures.length) {
+        console.error(`\n${name} FAILED:\n${failures.join("\n")}`);
+        process.exit(1);
+      }
+      console.log(`${name} ok`);
+    },
+  };
+}
+
+/**
+ * Clicks Start, waits for the results (polling every 500 ms: Playwright's default waitFor
+ * polls every animation frame, which keeps the page's main thread busy and perturbs the very
+ * timings under test), downloads the signed report and returns {file, report}.
+ */
+export async function startAndDownload(page, file, timeout = 300000) {
+  await page.getByTestId("start").click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="download-report"]') !== null, null, { polling: 500, timeout });
+  const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
+  await download.saveAs(file);
+  return { file, report: JSON.parse(fs.readFileSync(file, "utf8")) };
+}

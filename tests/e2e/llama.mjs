@@ -8,7 +8,7 @@ import os from "node:os";
 import net from "node:net";
 import path from "node:path";
 import { spawn } from "node:child_process";
-import { serveDist, launch, watchErrors } from "./lib.mjs";
+import { serveDist, launch, watchErrors, checker, startAndDownload } from "./lib.mjs";
 import { decodeChunks } from "./report.mjs";
 
 const cache = path.join(process.env.PINBENCH_CACHE ?? path.join(os.homedir(), ".cache/pinbench"), "llama");
@@ -23,8 +23,7 @@ for (let i = 0; i < 120; i++) {
 }
 const { server: web, url } = await serveDist(process.argv[2] ?? "dist");
 const browser = await launch();
-const failures = [];
-const check = (ok, msg) => { if (!ok) failures.push(msg); console.log(`${ok ? "ok  " : "FAIL"} ${msg}`); };
+const { check, failures, finish } = checker();
 try {
   for (const [c, counts] of [[1, [1, 4, 0]], [4, [4, 8, 0]]]) {
     const ctx = await browser.newContext({ acceptDownloads: true });
@@ -42,12 +41,8 @@ try {
       nonce_prefix: "on", temperature: "0", sampling_extra: "{\"cache_prompt\":false}" };
     for (const [k, v] of Object.entries(pins)) await page.getByTestId(`pin-${k}`).fill(v);
     await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
-    await page.getByTestId("start").click();
-    await page.waitForFunction(() => document.querySelector('[data-testid="download-report"]') !== null, null, { polling: 500, timeout: 300000 });
-    const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
     const file = path.join(os.tmpdir(), `pinbench-llama-${process.pid}-${c}.json`);
-    await download.saveAs(file);
-    const report = JSON.parse(fs.readFileSync(file, "utf8"));
+    const { report } = await startAndDownload(page, file);
     fs.rmSync(file, { force: true });
     const recs = report.body.records;
     check(recs.length === counts[0] + counts[1] + counts[2] && recs.every((r) => r.outcome.kind === "ok"), `c=${c}: all ${recs.length} requests completed`);
@@ -72,8 +67,4 @@ try {
   web.close();
   llama.kill("SIGTERM");
 }
-if (failures.length) {
-  console.error(`\nllama flow FAILED:\n${failures.join("\n")}`);
-  process.exit(1);
-}
-console.log("llama flow ok");
+finish("llama flow");
