@@ -270,6 +270,39 @@ pub fn RunPage() -> impl IntoView {
     let abort = StoredValue::new_local(None::<web_sys::AbortController>);
     let key_id = RwSignal::new(String::new());
     Effect::new(move |_| key_id.set(signing_key().key_id()));
+    let key_import = RwSignal::new(String::new());
+    let key_msg = RwSignal::new(String::new());
+    let on_key_export = move |_| {
+        let k = signing_key();
+        let doc = serde_json::json!({"alg": "Ed25519", "key_id": k.key_id(), "public_key": k.public_key_base64(), "secret_key": k.secret_base64()});
+        if let Err(e) = web::download(
+            "pinbench-signing-key.json",
+            "application/json",
+            &doc.to_string(),
+        ) {
+            key_msg.set(format!("Export failed: {e}"));
+        }
+    };
+    let on_key_import = move |_| {
+        let text = key_import.get_untracked();
+        // Accept the exported JSON or a bare base64 secret.
+        let secret = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v["secret_key"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| text.trim().to_owned());
+        match KeyPair::from_secret_base64(&secret) {
+            Ok(k) => match web::storage().map(|s| s.set_item(KEY_STORAGE, &k.secret_base64())) {
+                Some(Ok(())) => {
+                    key_id.set(k.key_id());
+                    key_import.set(String::new());
+                    key_msg.set("Key imported.".into());
+                }
+                _ => key_msg
+                    .set("This browser's storage is not available: the key was not kept.".into()),
+            },
+            Err(e) => key_msg.set(format!("Not a signing key: {e}")),
+        }
+    };
 
     #[allow(clippy::redundant_closure)]
     let pinned = Memo::new(move |_| form.with(|f| RunConfig::try_from(f)));
@@ -503,6 +536,13 @@ pub fn RunPage() -> impl IntoView {
                 <button data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=on_start>"Start"</button>
                 <button data-testid="stop" disabled=move || !running.get() on:click=on_stop>"Stop"</button>
                 <span data-testid="key-id">{move || format!("signing key {}", key_id.get())}</span>
+            </div>
+            <div class="run__key" role="group" aria-label="Signing key">
+                <button data-testid="key-export" on:click=on_key_export>"Export signing key"</button>
+                <label for="key-import">"Import a signing key (exported JSON or base64 secret)"</label>
+                <input id="key-import" type="password" data-testid="key-import" autocomplete="off" prop:value=move || key_import.get() on:input=move |ev| key_import.set(event_target_value(&ev)) />
+                <button data-testid="key-import-button" on:click=on_key_import>"Import"</button>
+                <span data-testid="key-message" role="status">{move || key_msg.get()}</span>
             </div>
             <div class="run__live" data-testid="live" aria-live="polite">
                 {move || {

@@ -118,6 +118,16 @@ try {
     check(await page.getByTestId("pin-kv_capacity").inputValue() === "16384", "probe: fills the KV capacity");
     check((await page.getByTestId("source-kv_capacity").textContent()).startsWith("probed"), "probe: KV capacity marked probed");
     check(await page.getByTestId("start").isDisabled(), "gate: still disabled while workload pins are missing");
+    // Signing key: import the fixture's test key (secret = 32 bytes of 0x42) and see its fingerprint.
+    const fixtureKeyId = JSON.parse(fs.readFileSync("tests/fixtures/report_signed.json", "utf8")).signature.key_id;
+    check(!(await page.getByTestId("key-id").textContent()).includes(fixtureKeyId), "key: a fresh browser has its own key");
+    await page.getByTestId("key-import").fill(Buffer.alloc(32, 0x42).toString("base64"));
+    await page.getByTestId("key-import-button").click();
+    await page.getByTestId("key-message").filter({ hasText: "imported" }).waitFor({ timeout: 5000 });
+    check((await page.getByTestId("key-id").textContent()).includes(fixtureKeyId), `key: imported key shows its fingerprint ${fixtureKeyId}`);
+    const [keyFile] = await Promise.all([page.waitForEvent("download"), page.getByTestId("key-export").click()]);
+    const exported = JSON.parse(fs.readFileSync(await keyFile.path(), "utf8"));
+    check(exported.key_id === fixtureKeyId && exported.secret_key === Buffer.alloc(32, 0x42).toString("base64"), "key: export returns the same key");
     check(errors.length === 0, `gate: no console errors (${errors.join("; ")})`);
   }
   // Accuracy against the truth, over HTTP/2.
