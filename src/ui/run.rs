@@ -14,6 +14,8 @@ use crate::web::runner::{self, Progress, RunInputs};
 use crate::web::{self, fetch};
 
 const KEY_STORAGE: &str = "pinbench.signing-key";
+/// Where the API key is kept, only when the user ticks "remember".
+const API_KEY_STORAGE: &str = "pinbench.api-key";
 
 /// Presets fill only workload pins (lengths and load), never model or server pins.
 const PRESETS: [(&str, &str, &str, &str, &str); 4] = [
@@ -261,7 +263,20 @@ pub fn pins_line(cfg: &RunConfig) -> String {
 #[component]
 pub fn RunPage() -> impl IntoView {
     let form = RwSignal::new(initial_form());
-    let api_key = RwSignal::new(String::new());
+    // The API key lives in memory unless the user ticks "remember".
+    let stored_key = web::storage().and_then(|s| s.get_item(API_KEY_STORAGE).ok().flatten());
+    let remember = RwSignal::new(stored_key.is_some());
+    let api_key = RwSignal::new(stored_key.unwrap_or_default());
+    Effect::new(move |_| {
+        let (keep, key) = (remember.get(), api_key.get());
+        if let Some(s) = web::storage() {
+            let _ = if keep {
+                s.set_item(API_KEY_STORAGE, &key)
+            } else {
+                s.remove_item(API_KEY_STORAGE)
+            };
+        }
+    });
     let probe_msg = RwSignal::new(String::new());
     let running = RwSignal::new(false);
     let progress = RwSignal::new(Progress::default());
@@ -502,6 +517,10 @@ pub fn RunPage() -> impl IntoView {
                 <div class="pin">
                     <label for="api-key">"API key (memory only)"</label>
                     <input id="api-key" type="password" data-testid="api-key" autocomplete="off" prop:value=move || api_key.get() on:input=move |ev| api_key.set(event_target_value(&ev)) />
+                    <label>
+                        <input type="checkbox" data-testid="remember-key" prop:checked=move || remember.get() on:change=move |ev| remember.set(event_target_checked(&ev)) />
+                        " remember in this browser"
+                    </label>
                 </div>
             </div>
             <div class="run__checklist" data-testid="checklist" aria-live="polite">

@@ -118,6 +118,17 @@ try {
     check(await page.getByTestId("pin-kv_capacity").inputValue() === "16384", "probe: fills the KV capacity");
     check((await page.getByTestId("source-kv_capacity").textContent()).startsWith("probed"), "probe: KV capacity marked probed");
     check(await page.getByTestId("start").isDisabled(), "gate: still disabled while workload pins are missing");
+    // API key: memory only unless "remember" is ticked.
+    await page.getByTestId("api-key").fill("sk-remember-me");
+    await page.reload();
+    check(await page.getByTestId("api-key").inputValue() === "", "api key: not kept across a reload by default");
+    await page.getByTestId("api-key").fill("sk-remember-me");
+    await page.getByTestId("remember-key").check();
+    await page.reload();
+    check(await page.getByTestId("api-key").inputValue() === "sk-remember-me", "api key: kept when remember is ticked");
+    await page.getByTestId("remember-key").uncheck();
+    await page.reload();
+    check(await page.getByTestId("api-key").inputValue() === "", "api key: forgotten when remember is unticked");
     // Signing key: import the fixture's test key (secret = 32 bytes of 0x42) and see its fingerprint.
     const fixtureKeyId = JSON.parse(fs.readFileSync("tests/fixtures/report_signed.json", "utf8")).signature.key_id;
     check(!(await page.getByTestId("key-id").textContent()).includes(fixtureKeyId), "key: a fresh browser has its own key");
