@@ -179,6 +179,24 @@ try {
     check(s.concurrency.achieved_mean_milli < 8000, `http/1.1 c=16: achieved mean concurrency ${s.concurrency.achieved_mean_milli / 1000} is far below the target 16`);
     check(report.body.client.invalid && report.body.client.findings.some((f) => f.includes("client")), "http/1.1 c=16: report names the client as the limit");
   }
+  // A sweep (closed loop c = 1, 4) and an open loop (Poisson 40 req/s, cap 8, 1 s measured).
+  {
+    const { page } = await newPage();
+    const { report } = await runOnce(page, `https://127.0.0.1:${ref.https}`, "1,4", [2, 8, 0]);
+    const steps = report.body.summary.steps;
+    check(steps.length === 2 && steps[0].load.concurrency === 1 && steps[1].load.concurrency === 4, `sweep: one report with a step per concurrency (${steps.map((x) => JSON.stringify(x.load)).join(", ")})`);
+    const agg = steps.map((x) => x.windows.measured.aggregate_output_milli / 1000);
+    check(agg[1] > agg[0], `sweep: aggregate tok/s rises from c=1 to c=4 (${agg.map((a) => a.toFixed(0)).join(" → ")})`);
+    check(report.body.records.length === 20, `sweep: 10 requests per step (${report.body.records.length})`);
+  }
+  {
+    const { page } = await newPage();
+    const { report } = await runOnce(page, `https://127.0.0.1:${ref.https}`, 1, ["0", "1s", "0"], { load_mode: "open", rate_rps: "40", arrival: "poisson", in_flight_cap: "8" });
+    const st = report.body.summary.steps[0];
+    const n = st.requests.measured;
+    check(st.load.kind === "open" && n >= 20 && n <= 65, `open loop: ${n} requests dispatched in a 1 s window at 40 req/s (Poisson)`);
+    check(st.requests.measured_ok === n, `open loop: all ${n} completed`);
+  }
   // Faults: every 3rd request gets, in turn, a 429, a reset after 3 tokens, a 3 s stall.
   {
     const faulty = await startRefserver(["--fault", "status=429", "--fault", "reset_after=3", "--fault", "stall_ms=3000@2", "--fault-every", "3"]);
