@@ -31,12 +31,7 @@ fn main() {
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut line)
         .expect("ready");
-    let port: u16 = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("http="))
-        .and_then(|a| a.rsplit(':').next())
-        .and_then(|p| p.parse().ok())
-        .expect("port");
+    let port = pinbench_refserver::port_in_ready_line(&line, "http=").expect("port");
     println!("| streams | tokens/request | events/s | requests/s |");
     println!("|---:|---:|---:|---:|");
     for (streams, tokens) in [(1usize, 1000u32), (16, 1000), (64, 1000), (64, 64)] {

@@ -19,3 +19,26 @@ use std::time::Instant;
 pub fn micros_since(origin: Instant) -> u64 {
     u64::try_from(origin.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
+
+/// The port of `key` (`http=` or `https=`) in the ready line the binary prints
+/// (`listening http=127.0.0.1:8000 https=127.0.0.1:8443 …`).
+pub fn port_in_ready_line(line: &str, key: &str) -> Option<u16> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key))
+        .and_then(|a| a.rsplit(':').next())
+        .and_then(|p| p.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ready_line_ports() {
+        let line = "listening http=127.0.0.1:8000 https=127.0.0.1:8443 profile=tiny";
+        assert_eq!(super::port_in_ready_line(line, "http="), Some(8000));
+        assert_eq!(super::port_in_ready_line(line, "https="), Some(8443));
+        assert_eq!(
+            super::port_in_ready_line("listening http=127.0.0.1:1 https=off", "https="),
+            None
+        );
+    }
+}

@@ -165,22 +165,11 @@ async fn run(o: Options) -> Result<(), Box<dyn std::error::Error>> {
         }
         let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
         tls_addr = Some(listener.local_addr()?);
-        let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
-        let st = state.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    continue;
-                };
-                let _ = tcp.set_nodelay(true);
-                let (acceptor, st) = (acceptor.clone(), st.clone());
-                tokio::spawn(async move {
-                    if let Ok(tls) = acceptor.accept(tcp).await {
-                        serve_conn(TokioIo::new(tls), st).await;
-                    }
-                });
-            }
-        });
+        tokio::spawn(accept_loop(
+            listener,
+            state.clone(),
+            Some(tokio_rustls::TlsAcceptor::from(cfg)),
+        ));
     }
     let p = &o.profile;
     println!(
@@ -193,17 +182,7 @@ async fn run(o: Options) -> Result<(), Box<dyn std::error::Error>> {
         p.kv_capacity_tokens,
         p.max_model_len
     );
-    let st = state.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((tcp, _)) = http.accept().await else {
-                continue;
-            };
-            let _ = tcp.set_nodelay(true);
-            let st = st.clone();
-            tokio::spawn(async move { serve_conn(TokioIo::new(tcp), st).await });
-        }
-    });
+    tokio::spawn(accept_loop(http, state.clone(), None));
     let idle = o.idle_exit;
     let st = state.clone();
     let watchdog = async move {
@@ -240,6 +219,31 @@ async fn terminate() {
         }
     }
     std::future::pending::<()>().await;
+}
+
+/// Accepts connections forever, over TLS when an acceptor is given.
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = tcp.set_nodelay(true);
+        let (tls, st) = (tls.clone(), state.clone());
+        tokio::spawn(async move {
+            match tls {
+                Some(acceptor) => {
+                    if let Ok(stream) = acceptor.accept(tcp).await {
+                        serve_conn(TokioIo::new(stream), st).await;
+                    }
+                }
+                None => serve_conn(TokioIo::new(tcp), st).await,
+            }
+        });
+    }
 }
 
 async fn serve_conn<I>(io: TokioIo<I>, state: Arc<AppState>)

@@ -30,10 +30,7 @@ impl Server {
             .read_line(&mut line)
             .expect("ready line");
         let port_of = |key: &str| -> u16 {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(key))
-                .and_then(|a| a.rsplit(':').next())
-                .and_then(|p| p.parse().ok())
+            pinbench_refserver::port_in_ready_line(&line, key)
                 .unwrap_or_else(|| panic!("no {key} in {line:?}"))
         };
         let (port, tls_port) = (port_of("http="), port_of("https="));
