@@ -14,6 +14,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::card::Card;
+
 use super::histogram::Hist;
 use super::metrics::{self, ClientEnv, ClientVerdict, MetricsPlan, Slo, Summary};
 use super::pins::RunConfig;
@@ -166,6 +168,10 @@ pub struct Report {
     pub schema: String,
     /// The signed content.
     pub body: ReportBody,
+    /// The embeddable card, signed on its own by the same key (so that a link can carry
+    /// it without the report); covered by the report's signature too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<Card>,
     /// The signature, if signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<SignatureBlock>,
@@ -214,6 +220,7 @@ impl Report {
         Self {
             schema: SCHEMA.into(),
             body,
+            card: None,
             signature: None,
         }
     }
@@ -224,8 +231,11 @@ impl Report {
         signed_bytes_of_value(&v)
     }
 
-    /// Signs (or re-signs) the report.
+    /// Signs (or re-signs) the report, with a freshly signed card of its body.
     pub fn sign(&mut self, key: &KeyPair) -> Result<(), ReportError> {
+        let mut card = Card::of(self)?;
+        card.sign(key)?;
+        self.card = Some(card);
         let sig = key.sign(&self.signed_bytes()?);
         use base64::Engine as _;
         self.signature = Some(SignatureBlock {
@@ -271,7 +281,9 @@ pub struct Opened {
     pub verification: Verification,
 }
 
-fn verify_value(doc: &Value) -> Verification {
+/// Verifies any signed document of ours (`{…, "signature": {…}}`): the signature covers
+/// the JCS bytes of the document without its `signature` member.
+pub fn verify_value(doc: &Value) -> Verification {
     let Some(block) = doc.get("signature") else {
         return Verification::Unsigned;
     };
@@ -310,16 +322,32 @@ fn verify_value(doc: &Value) -> Verification {
     }
 }
 
-/// Parses and verifies a report: size limit, JSON, schema version, strict schema
-/// (unknown fields rejected), then the signature.
-pub fn open(text: &str) -> Result<Opened, ReportError> {
+/// Parses JSON text within the size limit.
+pub fn parse_json(text: &str) -> Result<Value, ReportError> {
     if text.len() > MAX_REPORT_BYTES {
         return Err(ReportError::TooLarge {
             size: text.len(),
             limit: MAX_REPORT_BYTES,
         });
     }
-    let doc: Value = serde_json::from_str(text).map_err(|e| ReportError::Json(e.to_string()))?;
+    serde_json::from_str(text).map_err(|e| {
+        let msg = e.to_string();
+        if msg.contains("recursion limit") {
+            ReportError::Json(format!("nested too deeply (more than 128 levels): {msg}"))
+        } else {
+            ReportError::Json(msg)
+        }
+    })
+}
+
+/// Parses and verifies a report: size limit, JSON, schema version, strict schema
+/// (unknown fields rejected), then the signature.
+pub fn open(text: &str) -> Result<Opened, ReportError> {
+    open_value(parse_json(text)?)
+}
+
+/// [`open`] of an already parsed document.
+pub fn open_value(doc: Value) -> Result<Opened, ReportError> {
     let found = doc.get("schema").and_then(Value::as_str).unwrap_or("");
     if found != SCHEMA {
         return Err(ReportError::WrongSchema {

@@ -1,0 +1,348 @@
+//! The embeddable card: the pins beside the headline numbers, small enough to travel in a
+//! URL fragment, signed on its own by the report's key and bound to the report by the
+//! SHA-256 of the report body's canonical JSON.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::chart::escape;
+use super::report::{self, Report, ReportError, SignatureBlock, Verification, ALG};
+use super::sign::{self, KeyPair};
+use super::view;
+
+/// Card schema id.
+pub const CARD_SCHEMA: &str = "pinbench.card/v1";
+
+/// Largest card accepted from a link (decoded JSON bytes).
+pub const MAX_CARD_BYTES: usize = 32 << 10;
+
+/// The fragment key of the link-only form: `#card=<base64url(deflate(json))>`.
+pub const FRAGMENT_KEY: &str = "card=";
+
+/// A labelled text value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Item {
+    /// Label.
+    pub label: String,
+    /// Value.
+    pub value: String,
+    /// The window a number comes from (empty for pins).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub window: String,
+}
+
+/// What the card shows (signed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CardBody {
+    /// base64url SHA-256 of the report body's JCS bytes.
+    pub report_digest: String,
+    /// When the run started.
+    pub created: String,
+    /// Model id.
+    pub model: String,
+    /// The pins, compactly.
+    pub pins: Vec<Item>,
+    /// Headline numbers of the first load step (each with its window).
+    pub headline: Vec<Item>,
+    /// The client verdict said the client limited the run.
+    pub client_invalid: bool,
+    /// Load steps in the report (the card shows the first).
+    pub steps: u32,
+}
+
+/// A card document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Card {
+    /// [`CARD_SCHEMA`].
+    pub schema: String,
+    /// The signed content.
+    pub body: CardBody,
+    /// Signature by the report's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<SignatureBlock>,
+}
+
+/// Why a card could not be read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CardError {
+    /// Not base64url / deflate / JSON of a card.
+    #[error("the card link is damaged: {0}")]
+    Damaged(String),
+    /// Too large.
+    #[error("the card is larger than {MAX_CARD_BYTES} bytes")]
+    TooLarge,
+    /// Wrong schema.
+    #[error("not a pinbench card (schema {0:?})")]
+    WrongSchema(String),
+}
+
+/// base64url SHA-256 of a report body's canonical bytes.
+pub fn body_digest(r: &Report) -> Result<String, ReportError> {
+    let bytes = sign::canonical_bytes(&r.body)?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&bytes)))
+}
+
+fn item(label: &str, value: String) -> Item {
+    Item {
+        label: label.into(),
+        value,
+        window: String::new(),
+    }
+}
+
+impl Card {
+    /// The card of a report (unsigned).
+    pub fn of(r: &Report) -> Result<Card, ReportError> {
+        let c = &r.body.config;
+        let rows = view::pin_rows(c);
+        let get = |k: &str| {
+            rows.iter()
+                .find(|p| p.key == k)
+                .map(|p| p.value.clone())
+                .unwrap_or_default()
+        };
+        let pins = vec![
+            item(
+                "model",
+                format!(
+                    "{} · {} params · {}",
+                    c.model.id.value, c.model.params.value, c.model.quantization.value
+                ),
+            ),
+            item("engine", get("model.engine")),
+            item(
+                "lengths",
+                format!("{} → {} tokens", get("prompt_len"), get("output_len")),
+            ),
+            item("load", get("load")),
+            item(
+                "KV",
+                format!(
+                    "{} · max len {} · max seqs {}",
+                    get("kv.capacity"),
+                    get("kv.max_model_len"),
+                    get("kv.max_num_seqs")
+                ),
+            ),
+            item(
+                "server",
+                format!("{} batching · {} phases", get("scheduling"), get("phases")),
+            ),
+            item("window", get("window")),
+            item("cache, sampling", format!("{} · {}", get("cache"), get("sampling"))),
+        ];
+        let headline = r
+            .body
+            .summary
+            .steps
+            .first()
+            .map(|s| {
+                view::headline(s)
+                    .into_iter()
+                    .filter(|f| {
+                        matches!(f.key, "aggregate_steady" | "per_stream_decode" | "ttft" | "tpot")
+                    })
+                    .map(|f| Item {
+                        label: f.label.into(),
+                        value: f.value,
+                        window: f.window,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Card {
+            schema: CARD_SCHEMA.into(),
+            body: CardBody {
+                report_digest: body_digest(r)?,
+                created: r.body.created.clone(),
+                model: c.model.id.value.clone(),
+                pins,
+                headline,
+                client_invalid: r.body.client.invalid,
+                steps: r.body.summary.steps.len() as u32,
+            },
+            signature: None,
+        })
+    }
+
+    /// Signs the card.
+    pub fn sign(&mut self, key: &KeyPair) -> Result<(), ReportError> {
+        self.signature = None;
+        let v = serde_json::to_value(&*self).map_err(|e| ReportError::Json(e.to_string()))?;
+        let sig = key.sign(&sign::canonical_bytes(&v)?);
+        self.signature = Some(SignatureBlock {
+            alg: ALG.into(),
+            key_id: key.key_id(),
+            public_key: key.public_key_base64(),
+            signature: base64::engine::general_purpose::STANDARD.encode(sig),
+        });
+        Ok(())
+    }
+
+    /// Verifies the card's own signature.
+    pub fn verify(&self) -> Verification {
+        match serde_json::to_value(self) {
+            Ok(v) => report::verify_value(&v),
+            Err(e) => Verification::Invalid {
+                reason: e.to_string(),
+            },
+        }
+    }
+
+    /// The link-only form's fragment value (without `#`).
+    pub fn to_fragment(&self) -> Result<String, ReportError> {
+        use flate2::{write::DeflateEncoder, Compression};
+        use std::io::Write as _;
+        let json = serde_json::to_vec(self).map_err(|e| ReportError::Json(e.to_string()))?;
+        let mut enc = DeflateEncoder::new(Vec::new(), Compression::best());
+        enc.write_all(&json)
+            .map_err(|e| ReportError::Json(e.to_string()))?;
+        let z = enc.finish().map_err(|e| ReportError::Json(e.to_string()))?;
+        Ok(format!(
+            "{FRAGMENT_KEY}{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(z)
+        ))
+    }
+
+    /// Reads a card from a fragment (with or without `#`; other `&`-separated keys are
+    /// ignored).
+    pub fn from_fragment(fragment: &str) -> Result<Card, CardError> {
+        use flate2::read::DeflateDecoder;
+        use std::io::Read as _;
+        let f = fragment.trim_start_matches('#');
+        let data = f
+            .split('&')
+            .find_map(|p| p.strip_prefix(FRAGMENT_KEY))
+            .ok_or_else(|| CardError::Damaged("no card in the link".into()))?;
+        let z = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(data.trim_end_matches('='))
+            .map_err(|e| CardError::Damaged(e.to_string()))?;
+        let mut json = Vec::new();
+        DeflateDecoder::new(&z[..])
+            .take(MAX_CARD_BYTES as u64 + 1)
+            .read_to_end(&mut json)
+            .map_err(|e| CardError::Damaged(e.to_string()))?;
+        if json.len() > MAX_CARD_BYTES {
+            return Err(CardError::TooLarge);
+        }
+        let v: serde_json::Value =
+            serde_json::from_slice(&json).map_err(|e| CardError::Damaged(e.to_string()))?;
+        let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+        if schema != CARD_SCHEMA {
+            return Err(CardError::WrongSchema(schema.into()));
+        }
+        serde_json::from_value(v).map_err(|e| CardError::Damaged(e.to_string()))
+    }
+}
+
+/// How a report's card relates to the report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CardCheck {
+    /// The report carries no card.
+    Absent,
+    /// Signed by the report's key, bound to this body, and equal to the card recomputed
+    /// from it.
+    Matches,
+    /// Something does not hold.
+    Mismatch(String),
+}
+
+/// Checks a report's card against the report.
+pub fn check(r: &Report) -> CardCheck {
+    let Some(card) = &r.card else {
+        return CardCheck::Absent;
+    };
+    let key = match card.verify() {
+        Verification::Valid { key_id, .. } => key_id,
+        Verification::Unsigned => return CardCheck::Mismatch("the card is unsigned".into()),
+        Verification::Invalid { reason } => {
+            return CardCheck::Mismatch(format!("card signature invalid: {reason}"))
+        }
+    };
+    if r.signature.as_ref().map(|s| &s.key_id) != Some(&key) {
+        return CardCheck::Mismatch("the card is signed by a different key than the report".into());
+    }
+    match Card::of(r) {
+        Ok(fresh) if fresh.body == card.body => CardCheck::Matches,
+        Ok(fresh) if fresh.body.report_digest != card.body.report_digest => {
+            CardCheck::Mismatch("the card belongs to a different report body".into())
+        }
+        Ok(_) => CardCheck::Mismatch("the card's figures differ from the report's".into()),
+        Err(e) => CardCheck::Mismatch(e.to_string()),
+    }
+}
+
+/// Signature status line for a card.
+pub fn status_text(v: &Verification, trusted_name: Option<&str>) -> String {
+    match (v, trusted_name) {
+        (Verification::Valid { key_id, .. }, Some(n)) => {
+            format!("signature valid · {n} ({})", short(key_id))
+        }
+        (Verification::Valid { key_id, .. }, None) => {
+            format!("signature valid · unknown key {}", short(key_id))
+        }
+        (Verification::Unsigned, _) => "unsigned".into(),
+        (Verification::Invalid { .. }, _) => "invalid: modified".into(),
+    }
+}
+
+fn short(key_id: &str) -> &str {
+    key_id.get(..23).unwrap_or(key_id)
+}
+
+/// Colours of a theme.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Theme {
+    /// Dark text on white.
+    Light,
+    /// Light text on dark.
+    Dark,
+}
+
+/// The card as a standalone 600×200 SVG (for export). All text is escaped.
+pub fn card_svg(card: &Card, status: &str, theme: Theme, link: &str) -> String {
+    let (bg, fg, muted, accent) = match theme {
+        Theme::Light => ("#ffffff", "#0f172a", "#475569", "#2563eb"),
+        Theme::Dark => ("#0f172a", "#e2e8f0", "#94a3b8", "#60a5fa"),
+    };
+    let mut s = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="600" height="200" viewBox="0 0 600 200" role="img" aria-label="pinbench card: {m}"><rect width="600" height="200" rx="8" fill="{bg}" stroke="{muted}"/><text x="14" y="24" font-family="system-ui,sans-serif" font-size="15" font-weight="700" fill="{fg}">{m}</text><text x="586" y="24" font-family="system-ui,sans-serif" font-size="11" text-anchor="end" fill="{accent}">{st}</text>"#,
+        m = escape(&card.body.model),
+        st = escape(status),
+    );
+    let mut y = 44.0;
+    for p in card.body.pins.iter().take(8) {
+        let v: String = p.value.chars().take(48).collect();
+        s.push_str(&format!(
+            r#"<text x="14" y="{y}" font-family="system-ui,sans-serif" font-size="10" fill="{muted}">{}: <tspan fill="{fg}">{}</tspan></text>"#,
+            escape(&p.label),
+            escape(&v)
+        ));
+        y += 16.0;
+    }
+    let mut y = 50.0;
+    for h in card.body.headline.iter().take(4) {
+        s.push_str(&format!(
+            r#"<text x="330" y="{y}" font-family="system-ui,sans-serif" font-size="10" fill="{muted}">{}</text><text x="330" y="{}" font-family="system-ui,sans-serif" font-size="14" font-weight="600" fill="{fg}">{} <tspan font-size="9" fill="{muted}">({})</tspan></text>"#,
+            escape(&h.label),
+            y + 16.0,
+            escape(&h.value),
+            escape(&h.window)
+        ));
+        y += 36.0;
+    }
+    if card.body.client_invalid {
+        s.push_str(&format!(
+            r##"<text x="14" y="188" font-family="system-ui,sans-serif" font-size="10" fill="#dc2626">INVALID: the client limited this run</text>"##
+        ));
+    }
+    s.push_str(&format!(
+        r#"<text x="586" y="188" font-family="system-ui,sans-serif" font-size="9" text-anchor="end" fill="{accent}">{}</text></svg>"#,
+        escape(&link.chars().take(80).collect::<String>())
+    ));
+    s
+}

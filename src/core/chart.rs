@@ -1,0 +1,660 @@
+//! Chart geometry and SVG text, in plain Rust (the leptos-chartistry split: projection,
+//! ticks and shapes here, tested natively; the UI only places the finished SVG).
+//!
+//! Every string that comes from data goes through [`escape`], so a report's text can never
+//! become markup.
+
+use std::fmt::Write as _;
+
+use super::metrics::{self, in_flight_timeline, request_metrics};
+use super::record::RequestRecord;
+use super::report::Report;
+use super::view::measured_ok;
+
+/// Escapes text for XML/HTML (element content and attribute values).
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// A polyline through the points.
+    Line,
+    /// A step line (CDFs, in-flight counts).
+    Step,
+    /// Vertical bars from 0 (points are bar centres).
+    Bars,
+    /// Dots joined by a line (sweep curves).
+    Dots,
+}
+
+/// One data series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Legend name.
+    pub name: String,
+    /// Points in data units.
+    pub points: Vec<(f64, f64)>,
+    /// How to draw it.
+    pub mark: Mark,
+}
+
+/// A shaded span of the x axis (a window).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Band {
+    /// Label.
+    pub label: String,
+    /// Start, x units.
+    pub x0: f64,
+    /// End, x units.
+    pub x1: f64,
+}
+
+/// A chart: axes, series, shaded bands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chart {
+    /// Stable id (`ttft-cdf`, …) for test ids.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// X axis label (with unit).
+    pub x_label: String,
+    /// Y axis label (with unit).
+    pub y_label: String,
+    /// Logarithmic x axis.
+    pub x_log: bool,
+    /// The series.
+    pub series: Vec<Series>,
+    /// Shaded windows.
+    pub bands: Vec<Band>,
+}
+
+/// "Nice" tick values covering `[lo, hi]` (about `n` of them): steps of 1, 2 or 5 × 10^k.
+pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo || n == 0 {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / n as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let start = (lo / step).ceil() * step;
+    let mut out = Vec::new();
+    let mut v = start;
+    while v <= hi + step * 1e-9 && out.len() < 50 {
+        out.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+        v += step;
+    }
+    out
+}
+
+/// Decade ticks for a log axis.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    (a..=b.min(a + 12)).map(|e| 10f64.powi(e)).collect()
+}
+
+/// Compact number text for ticks.
+pub fn tick_label(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{}M", trim(v / 1e6))
+    } else if a >= 1e4 {
+        format!("{}k", trim(v / 1e3))
+    } else {
+        trim(v)
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.into()
+    }
+}
+
+/// Plot area inside the SVG.
+const W: f64 = 560.0;
+const H: f64 = 260.0;
+const ML: f64 = 56.0;
+const MR: f64 = 12.0;
+const MT: f64 = 26.0;
+const MB: f64 = 40.0;
+
+struct Proj {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    log: bool,
+}
+
+impl Proj {
+    fn fx(&self, x: f64) -> f64 {
+        let (a, b, v) = if self.log {
+            (self.x0.log10(), self.x1.log10(), x.max(self.x0).log10())
+        } else {
+            (self.x0, self.x1, x)
+        };
+        ML + (v - a) / (b - a) * (W - ML - MR)
+    }
+    fn fy(&self, y: f64) -> f64 {
+        H - MB - (y - self.y0) / (self.y1 - self.y0) * (H - MT - MB)
+    }
+}
+
+const COLORS: [&str; 6] = [
+    "#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2",
+];
+
+/// Renders a chart as a standalone SVG element (`role="img"`, titled).
+pub fn render_svg(c: &Chart) -> String {
+    let pts = c.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0f64);
+    for &(x, y) in pts {
+        if x.is_finite() && y.is_finite() && (!c.x_log || x > 0.0) {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y1 = y1.max(y);
+        }
+    }
+    for b in &c.bands {
+        x0 = x0.min(b.x0);
+        x1 = x1.max(b.x1);
+    }
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" role="img" aria-label="{t}" data-testid="chart-{id}" class="chart"><title>{t}</title>"#,
+        t = escape(&c.title),
+        id = escape(&c.id)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{ML}" y="16" class="chart__title" font-size="13" font-weight="600">{}</text>"#,
+        escape(&c.title)
+    );
+    if !x0.is_finite() || !x1.is_finite() {
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" font-size="12">no data</text></svg>"#,
+            W / 2.0 - 20.0,
+            H / 2.0
+        );
+        return s;
+    }
+    if x1 <= x0 {
+        x1 = x0 + if c.x_log { x0.max(1.0) } else { 1.0 };
+    }
+    if y1 <= 0.0 {
+        y1 = 1.0;
+    }
+    let yt = nice_ticks(0.0, y1, 4);
+    let y1 = yt.last().copied().filter(|v| *v >= y1).unwrap_or(y1);
+    let p = Proj {
+        x0,
+        x1,
+        y0: 0.0,
+        y1,
+        log: c.x_log,
+    };
+    for b in &c.bands {
+        let (a, z) = (p.fx(b.x0), p.fx(b.x1));
+        let _ = write!(
+            s,
+            r##"<rect x="{a:.1}" y="{MT}" width="{:.1}" height="{:.1}" fill="#94a3b8" fill-opacity="0.18"><title>{l}</title></rect><text x="{:.1}" y="{:.1}" font-size="10" fill="#475569">{l}</text>"##,
+            (z - a).max(0.5),
+            H - MT - MB,
+            a + 2.0,
+            MT + 10.0,
+            l = escape(&b.label)
+        );
+    }
+    // Axes and ticks.
+    let _ = write!(
+        s,
+        r##"<path d="M{ML} {MT}V{b}H{r}" fill="none" stroke="#64748b"/>"##,
+        b = H - MB,
+        r = W - MR
+    );
+    for v in &yt {
+        let y = p.fy(*v);
+        let _ = write!(
+            s,
+            r##"<path d="M{ML} {y:.1}h-4" stroke="#64748b"/><text x="{}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
+            ML - 6.0,
+            y + 3.0,
+            tick_label(*v)
+        );
+    }
+    let xt = if c.x_log {
+        log_ticks(x0, x1)
+    } else {
+        nice_ticks(x0, x1, 6)
+    };
+    for v in xt.into_iter().filter(|v| *v >= x0 && *v <= x1) {
+        let x = p.fx(v);
+        let _ = write!(
+            s,
+            r##"<path d="M{x:.1} {b}v4" stroke="#64748b"/><text x="{x:.1}" y="{}" font-size="10" text-anchor="middle">{}</text>"##,
+            H - MB + 15.0,
+            tick_label(v),
+            b = H - MB
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">{}</text><text x="12" y="{}" font-size="11" text-anchor="middle" transform="rotate(-90 12 {})">{}</text>"#,
+        (ML + W - MR) / 2.0,
+        H - 6.0,
+        escape(&c.x_label),
+        (MT + H - MB) / 2.0,
+        (MT + H - MB) / 2.0,
+        escape(&c.y_label)
+    );
+    for (i, ser) in c.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let ok: Vec<(f64, f64)> = ser
+            .points
+            .iter()
+            .copied()
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!c.x_log || *x > 0.0))
+            .collect();
+        match ser.mark {
+            Mark::Bars => {
+                let bw = ((W - ML - MR) / ok.len().max(1) as f64 * 0.8).clamp(1.0, 24.0);
+                for (x, y) in &ok {
+                    let (px, py) = (p.fx(*x), p.fy(*y));
+                    let _ = write!(
+                        s,
+                        r#"<rect x="{:.1}" y="{py:.1}" width="{bw:.1}" height="{:.1}" fill="{color}"/>"#,
+                        px - bw / 2.0,
+                        (H - MB - py).max(0.0)
+                    );
+                }
+            }
+            mark => {
+                let mut d = String::new();
+                let mut last_y = None;
+                for (k, (x, y)) in ok.iter().enumerate() {
+                    let (px, py) = (p.fx(*x), p.fy(*y));
+                    if k == 0 {
+                        let _ = write!(d, "M{px:.1} {py:.1}");
+                    } else if mark == Mark::Step {
+                        let _ = write!(d, "H{px:.1}V{py:.1}");
+                    } else {
+                        let _ = write!(d, "L{px:.1} {py:.1}");
+                    }
+                    last_y = Some(py);
+                }
+                let _ = last_y;
+                let _ = write!(
+                    s,
+                    r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="1.6"/>"#
+                );
+                if mark == Mark::Dots {
+                    for (x, y) in &ok {
+                        let _ = write!(
+                            s,
+                            r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"/>"#,
+                            p.fx(*x),
+                            p.fy(*y)
+                        );
+                    }
+                }
+            }
+        }
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" font-size="10" fill="{color}" text-anchor="end">{}</text>"#,
+            W - MR,
+            MT + 12.0 * (i as f64 + 1.0),
+            escape(&ser.name)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The empirical CDF of `values` (sorted in place), at most `max_points` points.
+pub fn cdf(values: &mut [f64], max_points: usize) -> Vec<(f64, f64)> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let stride = n.div_ceil(max_points.max(1)).max(1);
+    let mut out: Vec<(f64, f64)> = (0..n)
+        .step_by(stride)
+        .map(|i| (values[i], (i + 1) as f64 / n as f64))
+        .collect();
+    out.push((values[n - 1], 1.0));
+    out
+}
+
+/// Log-spaced histogram bins of positive values: (bin centre, count).
+pub fn log_histogram(values: &[f64], bins: usize) -> Vec<(f64, f64)> {
+    let pos: Vec<f64> = values.iter().copied().filter(|v| *v > 0.0).collect();
+    let (Some(lo), Some(hi)) = (
+        pos.iter().copied().reduce(f64::min),
+        pos.iter().copied().reduce(f64::max),
+    ) else {
+        return Vec::new();
+    };
+    let (a, b) = (lo.log10(), (hi * 1.0001).log10().max(lo.log10() + 1e-6));
+    let width = (b - a) / bins as f64;
+    let mut counts = vec![0u64; bins];
+    for v in pos {
+        let i = (((v.log10() - a) / width) as usize).min(bins - 1);
+        counts[i] += 1;
+    }
+    counts
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (10f64.powf(a + (i as f64 + 0.5) * width), c as f64))
+        .collect()
+}
+
+/// Every chart of one load step of a report, plus the sweep curve when there are
+/// several steps.
+pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
+    let b = &report.body;
+    let measured = measured_ok(report, step);
+    let step_recs: Vec<&RequestRecord> = b.records.iter().filter(|r| r.step == step).collect();
+    let t0 = step_recs.iter().map(|r| r.t_send_us).min().unwrap_or(0);
+    let ms = |us: u64| us as f64 / 1000.0;
+    let secs = |us: u64| us.saturating_sub(t0) as f64 / 1e6;
+    let mut charts = Vec::new();
+    let per_req: Vec<metrics::RequestMetrics> =
+        measured.iter().map(|r| request_metrics(r)).collect();
+    let mut cdf_series = Vec::new();
+    for (name, f) in [
+        (
+            "TTFT",
+            (|m: &metrics::RequestMetrics| m.ttft_us) as fn(&metrics::RequestMetrics) -> Option<u64>,
+        ),
+        ("TPOT", |m| m.tpot_us),
+        ("E2E", |m| m.e2e_us),
+    ] {
+        let mut v: Vec<f64> = per_req.iter().filter_map(f).map(ms).collect();
+        cdf_series.push((name, cdf(&mut v, 400)));
+    }
+    for (name, pts) in cdf_series {
+        charts.push(Chart {
+            id: format!("{}-cdf", name.to_lowercase()),
+            title: format!("{name} distribution (CDF, measured window)"),
+            x_label: format!("{name}, ms (log)"),
+            y_label: "fraction of requests".into(),
+            x_log: true,
+            series: vec![Series {
+                name: name.into(),
+                points: pts,
+                mark: Mark::Step,
+            }],
+            bands: vec![],
+        });
+    }
+    let gaps: Vec<f64> = measured
+        .iter()
+        .flat_map(|r| r.chunks.windows(2).map(|w| ms(w[1].t_us - w[0].t_us)))
+        .collect();
+    charts.push(Chart {
+        id: "inter-chunk".into(),
+        title: "Gap between token chunks (measured window)".into(),
+        x_label: "gap, ms (log)".into(),
+        y_label: "chunks".into(),
+        x_log: true,
+        series: vec![Series {
+            name: "inter-chunk gap".into(),
+            points: log_histogram(&gaps, 40),
+            mark: Mark::Bars,
+        }],
+        bands: vec![],
+    });
+    let s = b.summary.steps.iter().find(|s| s.step == step);
+    if let Some(s) = s {
+        charts.push(Chart {
+            id: "tokens-per-chunk".into(),
+            title: "Tokens per chunk (measured window)".into(),
+            x_label: "tokens in one chunk".into(),
+            y_label: "chunks".into(),
+            x_log: false,
+            series: vec![Series {
+                name: "chunks".into(),
+                points: s
+                    .tokens_per_chunk
+                    .iter()
+                    .map(|(k, v)| (f64::from(*k), *v as f64))
+                    .collect(),
+                mark: Mark::Bars,
+            }],
+            bands: vec![],
+        });
+    }
+    // Throughput and in-flight over time, with the windows shaded.
+    let end = step_recs.iter().map(|r| r.t_end_us()).max().unwrap_or(t0);
+    let span = end.saturating_sub(t0).max(1);
+    let nbins = 60u64;
+    let bin = span.div_ceil(nbins).max(1);
+    let mut tok = vec![0u64; nbins as usize + 1];
+    for r in &step_recs {
+        for c in &r.chunks {
+            let i = (c.t_us.saturating_sub(t0) / bin) as usize;
+            if let Some(x) = tok.get_mut(i) {
+                *x += u64::from(c.tokens);
+            }
+        }
+    }
+    let through: Vec<(f64, f64)> = tok
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            (
+                (i as f64 + 0.5) * bin as f64 / 1e6,
+                *n as f64 / (bin as f64 / 1e6),
+            )
+        })
+        .collect();
+    let mut bands = Vec::new();
+    if let Some(first) = measured.first() {
+        if first.t_send_us > t0 {
+            bands.push(Band {
+                label: "warm-up".into(),
+                x0: 0.0,
+                x1: secs(first.t_send_us),
+            });
+        }
+    }
+    if let Some(w) = s.and_then(|s| s.windows.steady) {
+        bands.push(Band {
+            label: "steady".into(),
+            x0: secs(w.start_us),
+            x1: secs(w.end_us),
+        });
+    }
+    charts.push(Chart {
+        id: "throughput-time".into(),
+        title: "Aggregate output tok/s over time (all streams)".into(),
+        x_label: "time since first send, s".into(),
+        y_label: "tok/s".into(),
+        x_log: false,
+        series: vec![Series {
+            name: "aggregate tok/s".into(),
+            points: through,
+            mark: Mark::Line,
+        }],
+        bands: bands.clone(),
+    });
+    let tl = in_flight_timeline(&step_recs);
+    let target = s.map(|s| f64::from(s.concurrency.target)).unwrap_or(0.0);
+    charts.push(Chart {
+        id: "in-flight-time".into(),
+        title: "Requests in flight over time".into(),
+        x_label: "time since first send, s".into(),
+        y_label: "in flight".into(),
+        x_log: false,
+        series: vec![
+            Series {
+                name: "achieved (on the wire)".into(),
+                points: tl
+                    .iter()
+                    .map(|(t, _, a)| (secs(*t), f64::from(*a)))
+                    .collect(),
+                mark: Mark::Step,
+            },
+            Series {
+                name: "target".into(),
+                points: vec![(0.0, target), (secs(end), target)],
+                mark: Mark::Line,
+            },
+        ],
+        bands,
+    });
+    if let Some(s) = s {
+        charts.push(Chart {
+            id: "decode-slowdown".into(),
+            title: "Decode slowdown by output position (mean TPOT)".into(),
+            x_label: "output token position".into(),
+            y_label: "ms per token".into(),
+            x_log: false,
+            series: vec![Series {
+                name: "mean TPOT".into(),
+                points: s
+                    .decode_slowdown
+                    .iter()
+                    .filter_map(|k| {
+                        let mid = k.to.map_or(k.from as f64 * 1.5, |to| (k.from + to) as f64 / 2.0);
+                        k.mean_tpot_us.map(|t| (mid, ms(t)))
+                    })
+                    .collect(),
+                mark: Mark::Dots,
+            }],
+            bands: vec![],
+        });
+    }
+    if b.summary.steps.len() > 1 {
+        charts.push(sweep_chart(report));
+    }
+    charts
+}
+
+/// The sweep curve: per-stream decode tok/s (p50) against aggregate tok/s, one point per
+/// step (the throughput-vs-interactivity frontier).
+pub fn sweep_chart(report: &Report) -> Chart {
+    let points = report
+        .body
+        .summary
+        .steps
+        .iter()
+        .filter_map(|s| {
+            let agg = s.windows.steady.or(s.windows.measured)?;
+            let per = s.decode_speed_milli?;
+            Some((
+                agg.aggregate_output_milli as f64 / 1000.0,
+                per.p50 as f64 / 1000.0,
+            ))
+        })
+        .collect();
+    Chart {
+        id: "sweep".into(),
+        title: "Sweep: per-stream vs aggregate tok/s".into(),
+        x_label: "aggregate output tok/s (all streams, steady window)".into(),
+        y_label: "per-stream decode tok/s (p50)".into(),
+        x_log: false,
+        series: vec![Series {
+            name: "one point per step".into(),
+            points,
+            mark: Mark::Dots,
+        }],
+        bands: vec![],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_ticks_cover_the_range_with_round_steps() {
+        assert_eq!(nice_ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(nice_ticks(0.0, 1.0, 4), vec![0.0, 0.5, 1.0]);
+        let t = nice_ticks(3.0, 1234.0, 5);
+        assert!(t.first().copied().unwrap_or(0.0) >= 3.0);
+        assert!(t.windows(2).all(|w| (w[1] - w[0] - 200.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn cdf_ends_at_one_and_is_monotone() {
+        let mut v: Vec<f64> = (0..1000).rev().map(f64::from).collect();
+        let c = cdf(&mut v, 100);
+        assert_eq!(c.last(), Some(&(999.0, 1.0)));
+        assert!(c.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+        assert!(c.len() <= 101);
+    }
+
+    #[test]
+    fn log_histogram_conserves_counts() {
+        let v: Vec<f64> = (1..=500).map(|i| f64::from(i) * 0.37).collect();
+        let h = log_histogram(&v, 17);
+        assert_eq!(h.iter().map(|(_, c)| *c).sum::<f64>(), 500.0);
+    }
+
+    #[test]
+    fn markup_in_titles_and_series_is_escaped() {
+        let c = Chart {
+            id: "x\"><script>".into(),
+            title: "<img src=x onerror=alert(1)>".into(),
+            x_label: "a & b".into(),
+            y_label: "'y'".into(),
+            x_log: false,
+            series: vec![Series {
+                name: "</text><script>alert(1)</script>".into(),
+                points: vec![(0.0, 1.0), (1.0, 2.0)],
+                mark: Mark::Line,
+            }],
+            bands: vec![Band {
+                label: "<b>".into(),
+                x0: 0.0,
+                x1: 0.5,
+            }],
+        };
+        let svg = render_svg(&c);
+        assert!(!svg.contains("<script"), "{svg}");
+        assert!(!svg.contains("<img"), "{svg}");
+        assert!(!svg.contains("<b>"), "{svg}");
+        assert!(svg.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    }
+
+    #[test]
+    fn empty_chart_says_no_data() {
+        let c = Chart {
+            id: "e".into(),
+            title: "t".into(),
+            x_label: String::new(),
+            y_label: String::new(),
+            x_log: true,
+            series: vec![],
+            bands: vec![],
+        };
+        assert!(render_svg(&c).contains("no data"));
+    }
+}

@@ -1,0 +1,615 @@
+//! What the viewer shows of a report, as plain data: the pins as rows with their
+//! provenance, the headline of each load step (always with its window), the same run under
+//! other tools' metric definitions, and the per-request records as CSV.
+
+use std::fmt::Write as _;
+
+use super::metrics::{self, classify, request_metrics, Phase, StepSummary};
+use super::pins::{milli, PinId, Provenance, RunConfig};
+use super::record::RequestRecord;
+use super::report::Report;
+
+/// Whether a pin has a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PinStatus {
+    /// A value, declared, probed or measured.
+    Pinned,
+    /// The server does not say, and the run said so explicitly.
+    Undisclosed,
+    /// The source leaves it free (imports from other tools).
+    Unpinned,
+}
+
+impl PinStatus {
+    /// Short label.
+    pub fn label(self) -> &'static str {
+        match self {
+            PinStatus::Pinned => "pinned",
+            PinStatus::Undisclosed => "undisclosed",
+            PinStatus::Unpinned => "unpinned",
+        }
+    }
+}
+
+/// One pin field as the viewer lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PinRow {
+    /// The pin it belongs to.
+    pub pin: PinId,
+    /// Stable field key (`model.params`, `load`, …), used in test ids and comparisons.
+    pub key: &'static str,
+    /// Human label.
+    pub label: &'static str,
+    /// The value as text (empty when unpinned).
+    pub value: String,
+    /// Where it came from.
+    pub provenance: String,
+    /// Pinned, undisclosed or unpinned.
+    pub status: PinStatus,
+}
+
+/// Human text of a provenance.
+pub fn provenance_label(p: &Provenance) -> String {
+    match p {
+        Provenance::Declared => "declared".into(),
+        Provenance::Probed { url, field } => format!("probed: {url} ({field})"),
+        Provenance::Measured { what } => format!("measured: {what}"),
+    }
+}
+
+fn row(
+    pin: PinId,
+    key: &'static str,
+    label: &'static str,
+    value: String,
+    prov: &Provenance,
+) -> PinRow {
+    let status = if value == "undisclosed" {
+        PinStatus::Undisclosed
+    } else {
+        PinStatus::Pinned
+    };
+    PinRow {
+        pin,
+        key,
+        label,
+        value,
+        provenance: provenance_label(prov),
+        status,
+    }
+}
+
+/// Every pin of a run configuration, in DESIGN §1 order.
+pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
+    let m = &c.model;
+    let steps = c
+        .load
+        .value
+        .steps
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(" → ");
+    let w = &c.window.value;
+    let mut extra = String::new();
+    for (k, v) in &c.sampling.value.extra {
+        let _ = write!(extra, ", {k}={v}");
+    }
+    vec![
+        row(
+            PinId::Endpoint,
+            "endpoint",
+            "endpoint",
+            format!("{} ({:?})", c.endpoint.base_url, c.endpoint.dialect),
+            &Provenance::Declared,
+        ),
+        row(
+            PinId::Model,
+            "model.id",
+            "model id",
+            m.id.value.clone(),
+            &m.id.provenance,
+        ),
+        row(
+            PinId::Model,
+            "model.params",
+            "parameters",
+            m.params.value.to_string(),
+            &m.params.provenance,
+        ),
+        row(
+            PinId::Model,
+            "model.quantization",
+            "quantization",
+            m.quantization.value.to_string(),
+            &m.quantization.provenance,
+        ),
+        row(
+            PinId::Model,
+            "model.engine",
+            "engine",
+            m.engine.value.to_string(),
+            &m.engine.provenance,
+        ),
+        row(
+            PinId::PromptLength,
+            "prompt_len",
+            "prompt length (tokens)",
+            format!(
+                "{} ({:?})",
+                c.prompt_len.value, c.prompt_exactness.value
+            ),
+            &c.prompt_len.provenance,
+        ),
+        row(
+            PinId::OutputLength,
+            "output_len",
+            "output length (tokens)",
+            format!(
+                "{} ({:?})",
+                c.output_len.value, c.output_enforcement.value
+            ),
+            &c.output_len.provenance,
+        ),
+        row(
+            PinId::Load,
+            "load",
+            "load (concurrency / rate)",
+            format!(
+                "{steps}; stall timeout {} ms",
+                c.load.value.stall_timeout_ms
+            ),
+            &c.load.provenance,
+        ),
+        row(
+            PinId::KvBudget,
+            "kv.capacity",
+            "KV cache capacity",
+            c.kv.capacity.value.to_string(),
+            &c.kv.capacity.provenance,
+        ),
+        row(
+            PinId::KvBudget,
+            "kv.max_model_len",
+            "max model length",
+            c.kv.max_model_len.value.to_string(),
+            &c.kv.max_model_len.provenance,
+        ),
+        row(
+            PinId::KvBudget,
+            "kv.max_num_seqs",
+            "max concurrent sequences",
+            c.kv.max_num_seqs.value.to_string(),
+            &c.kv.max_num_seqs.provenance,
+        ),
+        row(
+            PinId::PrefillDecode,
+            "phases",
+            "prefill/decode mix",
+            snake(&format!("{:?}", c.phases.value)),
+            &c.phases.provenance,
+        ),
+        row(
+            PinId::Scheduling,
+            "scheduling",
+            "scheduling",
+            snake(&format!("{:?}", c.scheduling.value)),
+            &c.scheduling.provenance,
+        ),
+        row(
+            PinId::Window,
+            "window",
+            "window",
+            format!(
+                "warm-up {}, measured {}, cool-down {}",
+                w.warmup, w.measured, w.cooldown
+            ),
+            &c.window.provenance,
+        ),
+        row(
+            PinId::CachePolicy,
+            "cache",
+            "cache policy",
+            if c.cache.value.nonce_prefix {
+                "nonce prefix per request".into()
+            } else {
+                "no nonce (prefix cache may hit)".into()
+            },
+            &c.cache.provenance,
+        ),
+        row(
+            PinId::Sampling,
+            "sampling",
+            "sampling",
+            format!("temperature={}{extra}", c.sampling.value.temperature),
+            &c.sampling.provenance,
+        ),
+    ]
+}
+
+/// `ChunkedPrefill` → `chunked_prefill`.
+fn snake(s: &str) -> String {
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if ch.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(ch.to_ascii_lowercase());
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// Formats µs as ms with two decimals.
+pub fn fmt_ms(us: u64) -> String {
+    format!("{:.2} ms", us as f64 / 1000.0)
+}
+
+/// Formats a milli-rate as a rate with one decimal.
+pub fn fmt_rate(m: u64) -> String {
+    format!("{:.1}", m as f64 / 1000.0)
+}
+
+/// One headline figure: the value and the window it comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Figure {
+    /// Stable key.
+    pub key: &'static str,
+    /// What it is (says per-stream or aggregate).
+    pub label: &'static str,
+    /// The value with its unit.
+    pub value: String,
+    /// The window it comes from.
+    pub window: String,
+}
+
+/// The headline figures of one load step.
+pub fn headline(s: &StepSummary) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let n = s.requests.measured;
+    let measured_w = format!("measured window, {n} requests");
+    if let Some(w) = s.windows.steady {
+        out.push(Figure {
+            key: "aggregate_steady",
+            label: "aggregate output tok/s (all streams)",
+            value: fmt_rate(w.aggregate_output_milli),
+            window: format!(
+                "steady window, {:.2} s",
+                (w.end_us - w.start_us) as f64 / 1e6
+            ),
+        });
+    }
+    if let Some(w) = s.windows.measured {
+        out.push(Figure {
+            key: "aggregate_measured",
+            label: "aggregate output tok/s (all streams)",
+            value: fmt_rate(w.aggregate_output_milli),
+            window: format!(
+                "measured window (incl. ramp), {:.2} s",
+                (w.end_us - w.start_us) as f64 / 1e6
+            ),
+        });
+    }
+    if let Some(d) = s.decode_speed_milli {
+        out.push(Figure {
+            key: "per_stream_decode",
+            label: "per-stream decode tok/s (p50)",
+            value: fmt_rate(d.p50),
+            window: measured_w.clone(),
+        });
+    }
+    for (key, label, d) in [
+        ("ttft", "TTFT p50 / p99", s.ttft_us),
+        ("tpot", "TPOT p50 / p99", s.tpot_us),
+        ("e2e", "E2E latency p50 / p99", s.e2e_us),
+    ] {
+        if let Some(d) = d {
+            out.push(Figure {
+                key,
+                label,
+                value: format!("{} / {}", fmt_ms(d.p50), fmt_ms(d.p99)),
+                window: measured_w.clone(),
+            });
+        }
+    }
+    out.push(Figure {
+        key: "concurrency",
+        label: "achieved concurrency (mean / max of target)",
+        value: format!(
+            "{} / {} of {}",
+            milli(s.concurrency.achieved_mean_milli),
+            s.concurrency.achieved_max,
+            s.concurrency.target
+        ),
+        window: s.concurrency.window.clone(),
+    });
+    out.push(Figure {
+        key: "requests",
+        label: "requests ok / measured",
+        value: format!("{} / {}", s.requests.measured_ok, n),
+        window: measured_w,
+    });
+    out
+}
+
+/// The measured, successful records of one step, in dispatch order.
+pub fn measured_ok<'a>(report: &'a Report, step: u32) -> Vec<&'a RequestRecord> {
+    let mut recs: Vec<&RequestRecord> = report
+        .body
+        .records
+        .iter()
+        .filter(|r| r.step == step)
+        .collect();
+    recs.sort_by_key(|r| r.index);
+    let phases = classify(&recs, &report.body.config.window.value);
+    recs.into_iter()
+        .zip(phases)
+        .filter(|(r, p)| *p == Phase::Measured && r.outcome.is_ok())
+        .map(|(r, _)| r)
+        .collect()
+}
+
+/// One cell of the metric translator: what a tool calls a figure, how it defines it, and
+/// this run's value under that definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Translation {
+    /// Tool.
+    pub tool: &'static str,
+    /// The tool's metric name.
+    pub name: &'static str,
+    /// Its definition, in one line.
+    pub definition: &'static str,
+    /// This run's value under it (`None` when the tool has no such metric or there is
+    /// no data).
+    pub value: Option<f64>,
+}
+
+/// One concept across tools.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TranslatorRow {
+    /// The concept.
+    pub concept: &'static str,
+    /// Unit of the values.
+    pub unit: &'static str,
+    /// pinbench first, then vLLM, AIPerf, guidellm, llmperf.
+    pub cells: Vec<Translation>,
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (s, n) = v.fold((0.0, 0u64), |(s, n), x| (s + x, n + 1));
+    (n > 0).then(|| s / n as f64)
+}
+
+/// The same step under vLLM `bench serve`, AIPerf, guidellm and llmperf definitions,
+/// computed from the records (measured window for tools with warm-up exclusion, every
+/// completed request of the step for those without).
+pub fn translator(report: &Report, step: u32) -> Vec<TranslatorRow> {
+    let measured = measured_ok(report, step);
+    let all: Vec<&RequestRecord> = report
+        .body
+        .records
+        .iter()
+        .filter(|r| r.step == step && r.outcome.is_ok())
+        .collect();
+    // Per-request quantities, ms.
+    let ttft = |r: &RequestRecord| request_metrics(r).ttft_us.map(|t| t as f64 / 1000.0);
+    let e2e = |r: &RequestRecord| request_metrics(r).e2e_us.map(|t| t as f64 / 1000.0);
+    let n_out = |r: &RequestRecord| r.output_tokens() as f64;
+    let tpot_excl_first = |r: &RequestRecord| match (e2e(r), ttft(r)) {
+        (Some(e), Some(t)) if n_out(r) > 1.0 => Some((e - t) / (n_out(r) - 1.0)),
+        _ => None,
+    };
+    let gaps = |rs: &[&RequestRecord]| {
+        mean(rs.iter().flat_map(|r| {
+            r.chunks
+                .windows(2)
+                .map(|w| (w[1].t_us - w[0].t_us) as f64 / 1000.0)
+        }))
+    };
+    let agg = |rs: &[&RequestRecord]| {
+        let start = rs.iter().map(|r| r.t_send_us).min()?;
+        let end = rs.iter().map(|r| r.t_end_us()).max()?;
+        let tokens: f64 = rs.iter().map(|r| n_out(r)).sum();
+        (end > start).then(|| tokens / ((end - start) as f64 / 1e6))
+    };
+    let s = report.body.summary.steps.iter().find(|x| x.step == step);
+    let pin_tpot = s.and_then(|s| s.tpot_us).map(|d| d.mean as f64 / 1000.0);
+    let pin_ttft = s.and_then(|s| s.ttft_us).map(|d| d.mean as f64 / 1000.0);
+    let pin_gap = s.and_then(|s| s.inter_chunk_us).map(|d| d.mean as f64 / 1000.0);
+    let pin_agg = s
+        .and_then(|s| s.windows.steady.or(s.windows.measured))
+        .map(|w| w.aggregate_output_milli as f64 / 1000.0);
+    let pin_user = s
+        .and_then(|s| s.decode_speed_milli)
+        .map(|d| d.mean as f64 / 1000.0);
+    let m = |rs: &[&RequestRecord], f: &dyn Fn(&RequestRecord) -> Option<f64>| {
+        mean(rs.iter().filter_map(|r| f(r)))
+    };
+    vec![
+        TranslatorRow {
+            concept: "time to first token (mean)",
+            unit: "ms",
+            cells: vec![
+                t("pinbench", "ttft_us", "send → first token chunk; measured window", pin_ttft),
+                t("vLLM", "mean_ttft_ms", "send → first non-empty chunk; every request, no warm-up", m(&all, &ttft)),
+                t("AIPerf", "time_to_first_token", "send → first response with content; profiling phase", m(&measured, &ttft)),
+                t("guidellm", "time_to_first_token_ms", "send → first token; per benchmark", m(&measured, &ttft)),
+                t("llmperf", "ttft_s", "send → first chunk; every request", m(&all, &ttft)),
+            ],
+        },
+        TranslatorRow {
+            concept: "time per output token (mean)",
+            unit: "ms",
+            cells: vec![
+                t("pinbench", "tpot_us", "(last token chunk − first) / (tokens − first chunk's); measured window", pin_tpot),
+                t("vLLM", "mean_tpot_ms", "(E2E − TTFT) / (output tokens − 1); every request", m(&all, &tpot_excl_first)),
+                t("AIPerf", "inter_token_latency", "(request latency − TTFT) / (output tokens − 1)", m(&measured, &tpot_excl_first)),
+                t("guidellm", "inter_token_latency_ms", "(E2E − TTFT) / (output tokens − 1)", m(&measured, &tpot_excl_first)),
+                t("llmperf", "inter_token_latency_s", "sum of chunk gaps incl. TTFT / output tokens (includes TTFT)", m(&all, &|r| {
+                    let last = r.chunks.last()?;
+                    (n_out(r) > 0.0).then(|| (last.t_us - r.t_send_us) as f64 / 1000.0 / n_out(r))
+                })),
+            ],
+        },
+        TranslatorRow {
+            concept: "time per output token incl. first (mean)",
+            unit: "ms",
+            cells: vec![
+                t("pinbench", "—", "not a pinbench metric (mixes prefill into decode)", None),
+                t("vLLM", "—", "no such metric", None),
+                t("AIPerf", "—", "no such metric", None),
+                t("guidellm", "time_per_output_token_ms", "E2E / output tokens (includes TTFT)", m(&measured, &|r| {
+                    e2e(r).filter(|_| n_out(r) > 0.0).map(|e| e / n_out(r))
+                })),
+                t("llmperf", "—", "see inter_token_latency_s", None),
+            ],
+        },
+        TranslatorRow {
+            concept: "gap between chunks (mean)",
+            unit: "ms",
+            cells: vec![
+                t("pinbench", "inter_chunk_us", "every gap between token chunks (tokens per chunk shown beside); measured window", pin_gap),
+                t("vLLM", "mean_itl_ms", "every gap between chunks, not divided by tokens per chunk; every request", gaps(&all)),
+                t("AIPerf", "inter_chunk_latency", "every gap between responses", gaps(&measured)),
+                t("guidellm", "—", "no such metric", None),
+                t("llmperf", "—", "no such metric", None),
+            ],
+        },
+        TranslatorRow {
+            concept: "aggregate output throughput",
+            unit: "tok/s",
+            cells: vec![
+                t("pinbench", "aggregate_output_milli", "tokens arriving in the steady window / its length (all streams)", pin_agg),
+                t("vLLM", "output_throughput", "output tokens / (first send → last completion), ramp-up and tail included", agg(&all)),
+                t("AIPerf", "output_token_throughput", "output tokens / profiling duration", agg(&measured)),
+                t("guidellm", "output_tokens_per_second", "output tokens / benchmark duration", agg(&measured)),
+                t("llmperf", "results_mean_output_throughput_token_per_s", "output tokens / whole run's wall time", agg(&all)),
+            ],
+        },
+        TranslatorRow {
+            concept: "per-stream output speed (mean)",
+            unit: "tok/s",
+            cells: vec![
+                t("pinbench", "decode_speed_milli", "tokens after the first / decode span, per request", pin_user),
+                t("vLLM", "—", "not reported", None),
+                t("AIPerf", "output_token_throughput_per_user", "1 / inter_token_latency, per request", m(&measured, &|r| tpot_excl_first(r).filter(|x| *x > 0.0).map(|x| 1000.0 / x))),
+                t("guidellm", "—", "not reported per stream", None),
+                t("llmperf", "request_output_throughput_token_per_s", "output tokens / E2E (includes TTFT), per request", m(&all, &|r| e2e(r).filter(|e| *e > 0.0).map(|e| n_out(r) / (e / 1000.0)))),
+            ],
+        },
+    ]
+}
+
+fn t(
+    tool: &'static str,
+    name: &'static str,
+    definition: &'static str,
+    value: Option<f64>,
+) -> Translation {
+    Translation {
+        tool,
+        name,
+        definition,
+        value,
+    }
+}
+
+/// A CSV cell: quoted when needed, and defused against spreadsheet formula injection.
+fn csv_cell(s: &str) -> String {
+    let s = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{s}")
+    } else {
+        s.to_owned()
+    };
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}
+
+/// The CSV header of [`records_csv`].
+pub const CSV_HEADER: &str = "index,step,phase,outcome,status,protocol,prompt_tokens_requested,prompt_tokens,output_tokens_requested,output_tokens,token_counts,chunks,t_send_us,ttft_us,tpot_us,e2e_us,response_id";
+
+/// Every request of a report as CSV (one row per request, dispatch order).
+pub fn records_csv(report: &Report) -> String {
+    let mut out = String::with_capacity(report.body.records.len() * 96);
+    out.push_str(CSV_HEADER);
+    out.push('\n');
+    let steps = report.body.summary.steps.len().max(1) as u32;
+    for step in 0..steps {
+        let mut recs: Vec<&RequestRecord> = report
+            .body
+            .records
+            .iter()
+            .filter(|r| r.step == step)
+            .collect();
+        recs.sort_by_key(|r| r.index);
+        let phases = classify(&recs, &report.body.config.window.value);
+        for (r, p) in recs.into_iter().zip(phases) {
+            let m = request_metrics(r);
+            let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
+            let phase = match p {
+                Phase::Warmup => "warmup",
+                Phase::Measured => "measured",
+                Phase::Cooldown => "cooldown",
+            };
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                r.index,
+                r.step,
+                phase,
+                csv_cell(&r.outcome.kind()),
+                opt(r.status.map(u64::from)),
+                csv_cell(r.protocol.as_deref().unwrap_or("")),
+                r.prompt_tokens_requested,
+                opt(r.usage.map(|u| u.prompt_tokens)),
+                r.output_tokens_requested,
+                r.output_tokens(),
+                csv_cell(&snake(&format!("{:?}", r.token_counts))),
+                r.chunks.len(),
+                r.t_send_us,
+                opt(m.ttft_us),
+                opt(m.tpot_us),
+                opt(m.e2e_us),
+                csv_cell(r.response_id.as_deref().unwrap_or("")),
+            );
+        }
+    }
+    out
+}
+
+/// Re-exported for views that label windows.
+pub use metrics::Windows;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_cells_are_quoted_and_defused() {
+        let cases = [
+            ("plain", "plain"),
+            ("a,b", "\"a,b\""),
+            ("say \"hi\"", "\"say \"\"hi\"\"\""),
+            ("=HYPERLINK(\"x\")", "\"'=HYPERLINK(\"\"x\"\")\""),
+            ("+1", "'+1"),
+            ("-1", "'-1"),
+            ("@SUM", "'@SUM"),
+            ("line\nbreak", "\"line\nbreak\""),
+        ];
+        for (input, want) in cases {
+            assert_eq!(csv_cell(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn snake_case_of_debug_names() {
+        assert_eq!(snake("ChunkedPrefill"), "chunked_prefill");
+        assert_eq!(snake("Continuous"), "continuous");
+    }
+}

@@ -1,0 +1,273 @@
+//! The viewer's core, natively: opening, trust, hostile input, comparison, imports,
+//! the card and its link, CSV and charts. Each case is data with one check.
+
+use pinbench::core::card::{self, Card, CardCheck};
+use pinbench::core::chart;
+use pinbench::core::compare::{compare, Subject, Verdict};
+use pinbench::core::pins::LoadStep;
+use pinbench::core::report;
+use pinbench::core::view::{self, PinStatus};
+use pinbench::core::viewer::{self, Opened, SigState, TrustedKeys, ViewerError};
+
+const FIXTURE: &str = include_str!("fixtures/report_signed.json");
+/// Public key of the fixture's test key (`[0x42; 32]`).
+fn fixture_public_key() -> String {
+    pinbench::core::sign::KeyPair::from_secret([0x42; 32]).public_key_base64()
+}
+
+fn open(text: &str, trusted: &TrustedKeys) -> Result<Opened, ViewerError> {
+    viewer::open("f.json", text, trusted)
+}
+
+fn opened_report(text: &str, trusted: &TrustedKeys) -> viewer::OpenedReport {
+    match open(text, trusted) {
+        Ok(Opened::Report(r)) => *r,
+        other => panic!("expected a report, got {other:?}"),
+    }
+}
+
+#[test]
+fn signature_states() {
+    let none = TrustedKeys::default();
+    let mut trusted = TrustedKeys::default();
+    trusted
+        .add("CI test key", &fixture_public_key())
+        .expect("valid key");
+    let mut doc: serde_json::Value = serde_json::from_str(FIXTURE).expect("json");
+    let stripped = {
+        let mut d = doc.clone();
+        d.as_object_mut().expect("object").remove("signature");
+        d.to_string()
+    };
+    // A signature block from another (valid) report: the content no longer matches.
+    let swapped = {
+        let mut other = doc.clone();
+        other["body"]["created"] = "2030-01-01T00:00:00.000Z".into();
+        let mut r: report::Report = serde_json::from_value(other).expect("report");
+        r.sign(&pinbench::core::sign::KeyPair::from_secret([7; 32]))
+            .expect("signs");
+        doc["signature"] = serde_json::to_value(&r.signature).expect("block");
+        doc.to_string()
+    };
+    let flipped = FIXTURE.replacen("\"pinbench-tiny\"", "\"pinbench-tinY\"", 1);
+    let cases: [(&str, &str, &TrustedKeys, &str); 5] = [
+        ("trusted", FIXTURE, &trusted, "valid"),
+        ("unknown key", FIXTURE, &none, "unknown-key"),
+        ("one byte changed", &flipped, &trusted, "invalid"),
+        ("stripped", &stripped, &trusted, "unsigned"),
+        ("swapped block", &swapped, &trusted, "invalid"),
+    ];
+    for (name, text, keys, want) in cases {
+        let o = opened_report(text, keys);
+        assert_eq!(o.sig.id(), want, "{name}: {}", o.sig.text());
+    }
+    let o = opened_report(FIXTURE, &trusted);
+    assert!(matches!(o.sig, SigState::Trusted { ref name, .. } if name == "CI test key"));
+    assert!(o.sig.text().starts_with("valid: signed by CI test key"));
+    assert_eq!(o.mismatches, Ok(vec![]));
+    assert_eq!(o.card, CardCheck::Matches);
+    let o = opened_report(&flipped, &trusted);
+    assert!(o.sig.text().starts_with("invalid: modified"));
+}
+
+#[test]
+fn hostile_files_get_clear_errors() {
+    let keys = TrustedKeys::default();
+    let nested = "[".repeat(10_000) + &"]".repeat(10_000);
+    let wrong = FIXTURE.replacen("pinbench.report/v1", "pinbench.report/v9", 1);
+    let extra = FIXTURE.replacen("\"schema\":", "\"surprise\": 1, \"schema\":", 1);
+    let cases: [(&str, String, &str); 6] = [
+        ("malformed", "{\"schema\": ".into(), "not valid JSON"),
+        ("nested", nested, "nested too deeply"),
+        ("wrong version", wrong, "unsupported report schema \"pinbench.report/v9\""),
+        ("unknown field", extra, "does not match schema"),
+        ("not ours", "{\"hello\": 1}".into(), "not a pinbench report"),
+        ("array", "[1,2,3]".into(), "not a pinbench report"),
+    ];
+    for (name, text, want) in cases {
+        let e = open(&text, &keys).expect_err(name).to_string();
+        assert!(e.contains(want), "{name}: {e}");
+    }
+    let e = viewer::check_size(100 << 20).expect_err("100 MB").to_string();
+    assert!(e.contains("104857600 bytes"), "{e}");
+}
+
+#[test]
+fn trusted_keys_round_trip_and_reject_junk() {
+    let mut k = TrustedKeys::default();
+    assert!(k.add("x", "not base64!").is_err());
+    assert!(k.add("", &fixture_public_key()).is_err());
+    let id = k.add("ci", &fixture_public_key()).expect("ok").key_id.clone();
+    k.add("renamed", &fixture_public_key()).expect("ok");
+    assert_eq!(k.keys.len(), 1);
+    let back = TrustedKeys::from_json(&k.to_json());
+    assert_eq!(back.name_of(&id), Some("renamed"));
+    assert_eq!(TrustedKeys::from_json("garbage"), TrustedKeys::default());
+}
+
+fn fixture_report() -> report::Report {
+    report::open(FIXTURE).expect("opens").report
+}
+
+#[test]
+fn compare_verdicts() {
+    let a = Subject::from_report("a", &fixture_report());
+    let same = compare(&[a.clone(), a.clone()]);
+    assert_eq!(same.verdict, Verdict::Comparable, "{}", same.verdict.sentence());
+    let mut r = fixture_report();
+    r.body.config.load.value.steps = vec![LoadStep::Closed { concurrency: 4 }];
+    let b = Subject::from_report("b", &r);
+    let c = compare(&[a.clone(), b]);
+    let s = c.verdict.sentence();
+    assert!(s.starts_with("not comparable: differs in load"), "{s}");
+    let load = c.pins.iter().find(|r| r.key == "load").expect("row");
+    assert!(load.differs);
+    let model = c.pins.iter().find(|r| r.key == "model.params").expect("row");
+    assert!(!model.differs);
+    // The endpoint differs between vendors by design: shown, not judged.
+    let mut r = fixture_report();
+    r.body.config.endpoint.base_url = "https://vendor.example".into();
+    let c = compare(&[a.clone(), Subject::from_report("v", &r)]);
+    assert_eq!(c.verdict, Verdict::Comparable);
+    // A vLLM result leaves pins open: never comparable with a pinned report.
+    let v = vllm();
+    let c = compare(&[a, v]);
+    assert!(
+        c.verdict.sentence().contains("not pinned in every report: parameters"),
+        "{}",
+        c.verdict.sentence()
+    );
+}
+
+fn import(text: &str) -> Subject {
+    match open(text, &TrustedKeys::default()) {
+        Ok(Opened::Imported(s)) => s,
+        other => panic!("expected an import, got {other:?}"),
+    }
+}
+
+fn vllm() -> Subject {
+    import(include_str!("fixtures/imports/vllm_bench_serve.json"))
+}
+
+#[test]
+fn imports_list_their_unpinned_pins() {
+    let cases = [
+        (
+            vllm(),
+            "vLLM bench serve",
+            "closed loop, c=8",
+            vec![
+                "model.params", "model.quantization", "prompt_len", "output_len", "kv.capacity",
+                "kv.max_model_len", "kv.max_num_seqs", "phases", "scheduling", "cache", "sampling",
+            ],
+            (128.0, 128.0),
+        ),
+        (
+            import(include_str!("fixtures/imports/aiperf_profile_export_aiperf.json")),
+            "AIPerf (schema 1.1)",
+            "closed loop, c=8",
+            vec![
+                "model.params", "model.quantization", "output_len", "kv.capacity",
+                "kv.max_model_len", "kv.max_num_seqs", "phases", "scheduling", "cache", "sampling",
+            ],
+            (128.0, 127.6),
+        ),
+        (
+            import(include_str!("fixtures/imports/guidellm_benchmarks.json")),
+            "guidellm",
+            "closed loop, c=1 → closed loop, c=8",
+            vec![
+                "model.params", "model.quantization", "output_len", "kv.capacity",
+                "kv.max_model_len", "kv.max_num_seqs", "phases", "scheduling", "cache", "sampling",
+            ],
+            (256.0, 128.0),
+        ),
+    ];
+    for (s, tool, load, open_keys, (pm, om)) in cases {
+        assert_eq!(s.tool, tool);
+        assert_eq!(s.pin("model.id").map(|p| p.value.as_str()), Some("meta-llama/Llama-3.1-8B-Instruct"));
+        assert_eq!(s.pin("load").map(|p| p.value.as_str()), Some(load), "{tool}");
+        let got: Vec<&str> = s.open_pins().iter().map(|p| p.key).collect();
+        assert_eq!(got, open_keys, "{tool}");
+        assert!(s.open_pins().iter().all(|p| p.status == PinStatus::Unpinned));
+        assert!((s.prompt_mean.unwrap_or(0.0) - pm).abs() < 1e-9, "{tool}");
+        assert!((s.output_mean.unwrap_or(0.0) - om).abs() < 1e-9, "{tool}");
+        assert!(s.numbers.iter().any(|n| n.key.ends_with("ttft_p99_ms")), "{tool}");
+    }
+}
+
+#[test]
+fn card_link_round_trips_and_detects_tampering() {
+    let r = fixture_report();
+    let c = r.card.clone().expect("signed reports carry a card");
+    let frag = c.to_fragment().expect("encodes");
+    assert!(frag.len() < 4000, "card link is {} chars", frag.len());
+    let back = Card::from_fragment(&format!("#{frag}&theme=dark")).expect("decodes");
+    assert_eq!(back, c);
+    assert!(matches!(back.verify(), report::Verification::Valid { .. }));
+    let mut bad = back.clone();
+    bad.body.headline[0].value = "999999".into();
+    assert!(matches!(bad.verify(), report::Verification::Invalid { .. }));
+    assert_eq!(card::status_text(&bad.verify(), None), "invalid: modified");
+    for junk in ["#card=%%%", "#card=AAAA", "#nothing"] {
+        assert!(Card::from_fragment(junk).is_err(), "{junk}");
+    }
+    // A card moved onto another report's body does not match it.
+    let mut other = fixture_report();
+    other.body.created = "2030-01-01T00:00:00.000Z".into();
+    assert!(matches!(card::check(&other), CardCheck::Mismatch(_)));
+    let svg = card::card_svg(&c, "signature valid", card::Theme::Dark, "https://x/#card=");
+    assert!(svg.starts_with("<svg") && svg.contains("pinbench-tiny"));
+}
+
+#[test]
+fn hostile_text_never_becomes_markup() {
+    let mut r = fixture_report();
+    r.body.config.model.id.value = "<script>alert(1)</script><img src=x onerror=alert(2)>".into();
+    let c = Card::of(&r).expect("card");
+    let svg = card::card_svg(&c, "<b>x</b>", card::Theme::Light, "javascript:alert(3)");
+    assert!(!svg.contains("<script") && !svg.contains("<img") && !svg.contains("<b>"), "{svg}");
+    for ch in chart::report_charts(&r, 0) {
+        let s = chart::render_svg(&ch);
+        assert!(!s.contains("<script"), "{}", ch.id);
+    }
+}
+
+#[test]
+fn csv_has_one_row_per_request() {
+    let r = fixture_report();
+    let csv = view::records_csv(&r);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], view::CSV_HEADER);
+    assert_eq!(lines.len(), r.body.records.len() + 1);
+    assert!(lines.iter().skip(1).any(|l| l.contains(",http_429,")), "{csv}");
+    assert_eq!(lines.iter().filter(|l| l.contains(",measured,")).count(), 6);
+}
+
+#[test]
+fn charts_and_translator_cover_the_report() {
+    let r = fixture_report();
+    let ids: Vec<String> = chart::report_charts(&r, 0).into_iter().map(|c| c.id).collect();
+    assert_eq!(
+        ids,
+        [
+            "ttft-cdf", "tpot-cdf", "e2e-cdf", "inter-chunk", "tokens-per-chunk",
+            "throughput-time", "in-flight-time", "decode-slowdown"
+        ]
+    );
+    let t = view::translator(&r, 0);
+    assert_eq!(t.len(), 6);
+    for row in &t {
+        assert_eq!(row.cells.len(), 5);
+        assert_eq!(row.cells[0].tool, "pinbench");
+    }
+    // TTFT is defined alike everywhere; the measured-window tools agree with pinbench.
+    let ttft = &t[0].cells;
+    let (p, a) = (ttft[0].value.unwrap_or(0.0), ttft[2].value.unwrap_or(0.0));
+    assert!((p - a).abs() < 0.01, "{p} vs {a}");
+    let figures = view::headline(&r.body.summary.steps[0]);
+    assert!(figures.iter().all(|f| !f.window.is_empty()));
+    assert!(figures.iter().any(|f| f.label.contains("per-stream")));
+    assert!(figures.iter().any(|f| f.label.contains("aggregate")));
+}
