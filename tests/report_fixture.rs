@@ -150,9 +150,9 @@ fn signed_fixture_is_current_and_verifies() {
 fn one_changed_value_in_the_fixture_fails_verification() {
     let text = fixture();
     // Change one digit of the first request's send time.
-    let needle = "\"t_send_us\": 700";
+    let needle = "\"t_send_us\":700";
     assert!(text.contains(needle));
-    let tampered = text.replacen(needle, "\"t_send_us\": 701", 1);
+    let tampered = text.replacen(needle, "\"t_send_us\":701", 1);
     let opened = report::open(&tampered).expect("still a report");
     assert!(
         matches!(opened.verification, Verification::Invalid { .. }),

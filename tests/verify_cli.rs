@@ -18,7 +18,7 @@ fn verify_cli_accepts_valid_and_rejects_tampered() {
     assert!(stdout.contains("signature valid"));
 
     let text = std::fs::read_to_string(fixture).expect("fixture");
-    let tampered = text.replacen("\"t_send_us\": 700", "\"t_send_us\": 701", 1);
+    let tampered = text.replacen("\"t_send_us\":700", "\"t_send_us\":701", 1);
     assert_ne!(text, tampered);
     let path = std::env::temp_dir().join(format!("pinbench-tampered-{}.json", std::process::id()));
     std::fs::write(&path, tampered).expect("write");

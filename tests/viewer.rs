@@ -79,7 +79,11 @@ fn hostile_files_get_clear_errors() {
     let cases: [(&str, String, &str); 6] = [
         ("malformed", "{\"schema\": ".into(), "not valid JSON"),
         ("nested", nested, "nested too deeply"),
-        ("wrong version", wrong, "unsupported report schema \"pinbench.report/v9\""),
+        (
+            "wrong version",
+            wrong,
+            "unsupported report schema \"pinbench.report/v9\"",
+        ),
         ("unknown field", extra, "does not match schema"),
         ("not ours", "{\"hello\": 1}".into(), "not a pinbench report"),
         ("array", "[1,2,3]".into(), "not a pinbench report"),
@@ -88,7 +92,9 @@ fn hostile_files_get_clear_errors() {
         let e = open(&text, &keys).expect_err(name).to_string();
         assert!(e.contains(want), "{name}: {e}");
     }
-    let e = viewer::check_size(100 << 20).expect_err("100 MB").to_string();
+    let e = viewer::check_size(100 << 20)
+        .expect_err("100 MB")
+        .to_string();
     assert!(e.contains("104857600 bytes"), "{e}");
 }
 
@@ -97,7 +103,11 @@ fn trusted_keys_round_trip_and_reject_junk() {
     let mut k = TrustedKeys::default();
     assert!(k.add("x", "not base64!").is_err());
     assert!(k.add("", &fixture_public_key()).is_err());
-    let id = k.add("ci", &fixture_public_key()).expect("ok").key_id.clone();
+    let id = k
+        .add("ci", &fixture_public_key())
+        .expect("ok")
+        .key_id
+        .clone();
     k.add("renamed", &fixture_public_key()).expect("ok");
     assert_eq!(k.keys.len(), 1);
     let back = TrustedKeys::from_json(&k.to_json());
@@ -113,7 +123,12 @@ fn fixture_report() -> report::Report {
 fn compare_verdicts() {
     let a = Subject::from_report("a", &fixture_report());
     let same = compare(&[a.clone(), a.clone()]);
-    assert_eq!(same.verdict, Verdict::Comparable, "{}", same.verdict.sentence());
+    assert_eq!(
+        same.verdict,
+        Verdict::Comparable,
+        "{}",
+        same.verdict.sentence()
+    );
     let mut r = fixture_report();
     r.body.config.load.value.steps = vec![LoadStep::Closed { concurrency: 4 }];
     let b = Subject::from_report("b", &r);
@@ -122,7 +137,11 @@ fn compare_verdicts() {
     assert!(s.starts_with("not comparable: differs in load"), "{s}");
     let load = c.pins.iter().find(|r| r.key == "load").expect("row");
     assert!(load.differs);
-    let model = c.pins.iter().find(|r| r.key == "model.params").expect("row");
+    let model = c
+        .pins
+        .iter()
+        .find(|r| r.key == "model.params")
+        .expect("row");
     assert!(!model.differs);
     // The endpoint differs between vendors by design: shown, not judged.
     let mut r = fixture_report();
@@ -133,7 +152,9 @@ fn compare_verdicts() {
     let v = vllm();
     let c = compare(&[a, v]);
     assert!(
-        c.verdict.sentence().contains("not pinned in every report: parameters"),
+        c.verdict
+            .sentence()
+            .contains("not pinned in every report: parameters"),
         "{}",
         c.verdict.sentence()
     );
@@ -158,18 +179,37 @@ fn imports_list_their_unpinned_pins() {
             "vLLM bench serve",
             "closed loop, c=8",
             vec![
-                "model.params", "model.quantization", "prompt_len", "output_len", "kv.capacity",
-                "kv.max_model_len", "kv.max_num_seqs", "phases", "scheduling", "cache", "sampling",
+                "model.params",
+                "model.quantization",
+                "prompt_len",
+                "output_len",
+                "kv.capacity",
+                "kv.max_model_len",
+                "kv.max_num_seqs",
+                "phases",
+                "scheduling",
+                "cache",
+                "sampling",
             ],
             (128.0, 128.0),
         ),
         (
-            import(include_str!("fixtures/imports/aiperf_profile_export_aiperf.json")),
+            import(include_str!(
+                "fixtures/imports/aiperf_profile_export_aiperf.json"
+            )),
             "AIPerf (schema 1.1)",
             "closed loop, c=8",
             vec![
-                "model.params", "model.quantization", "output_len", "kv.capacity",
-                "kv.max_model_len", "kv.max_num_seqs", "phases", "scheduling", "cache", "sampling",
+                "model.params",
+                "model.quantization",
+                "output_len",
+                "kv.capacity",
+                "kv.max_model_len",
+                "kv.max_num_seqs",
+                "phases",
+                "scheduling",
+                "cache",
+                "sampling",
             ],
             (128.0, 127.6),
         ),
@@ -178,22 +218,43 @@ fn imports_list_their_unpinned_pins() {
             "guidellm",
             "closed loop, c=1 → closed loop, c=8",
             vec![
-                "model.params", "model.quantization", "output_len", "kv.capacity",
-                "kv.max_model_len", "kv.max_num_seqs", "phases", "scheduling", "cache", "sampling",
+                "model.params",
+                "model.quantization",
+                "output_len",
+                "kv.capacity",
+                "kv.max_model_len",
+                "kv.max_num_seqs",
+                "phases",
+                "scheduling",
+                "cache",
+                "sampling",
             ],
             (256.0, 128.0),
         ),
     ];
     for (s, tool, load, open_keys, (pm, om)) in cases {
         assert_eq!(s.tool, tool);
-        assert_eq!(s.pin("model.id").map(|p| p.value.as_str()), Some("meta-llama/Llama-3.1-8B-Instruct"));
-        assert_eq!(s.pin("load").map(|p| p.value.as_str()), Some(load), "{tool}");
+        assert_eq!(
+            s.pin("model.id").map(|p| p.value.as_str()),
+            Some("meta-llama/Llama-3.1-8B-Instruct")
+        );
+        assert_eq!(
+            s.pin("load").map(|p| p.value.as_str()),
+            Some(load),
+            "{tool}"
+        );
         let got: Vec<&str> = s.open_pins().iter().map(|p| p.key).collect();
         assert_eq!(got, open_keys, "{tool}");
-        assert!(s.open_pins().iter().all(|p| p.status == PinStatus::Unpinned));
+        assert!(s
+            .open_pins()
+            .iter()
+            .all(|p| p.status == PinStatus::Unpinned));
         assert!((s.prompt_mean.unwrap_or(0.0) - pm).abs() < 1e-9, "{tool}");
         assert!((s.output_mean.unwrap_or(0.0) - om).abs() < 1e-9, "{tool}");
-        assert!(s.numbers.iter().any(|n| n.key.ends_with("ttft_p99_ms")), "{tool}");
+        assert!(
+            s.numbers.iter().any(|n| n.key.ends_with("ttft_p99_ms")),
+            "{tool}"
+        );
     }
 }
 
@@ -217,6 +278,12 @@ fn card_link_round_trips_and_detects_tampering() {
     let mut other = fixture_report();
     other.body.created = "2030-01-01T00:00:00.000Z".into();
     assert!(matches!(card::check(&other), CardCheck::Mismatch(_)));
+    assert_eq!(card::check(&fixture_report()), CardCheck::Matches);
+    // Changed records are caught through the summary they no longer support.
+    let mut other = fixture_report();
+    other.body.records[3].chunks[2].t_us += 1;
+    assert_eq!(card::check(&other), CardCheck::Matches);
+    assert!(!report::recompute(&other).expect("recomputes").is_empty());
     let svg = card::card_svg(&c, "signature valid", card::Theme::Dark, "https://x/#card=");
     assert!(svg.starts_with("<svg") && svg.contains("pinbench-tiny"));
 }
@@ -227,7 +294,10 @@ fn hostile_text_never_becomes_markup() {
     r.body.config.model.id.value = "<script>alert(1)</script><img src=x onerror=alert(2)>".into();
     let c = Card::of(&r).expect("card");
     let svg = card::card_svg(&c, "<b>x</b>", card::Theme::Light, "javascript:alert(3)");
-    assert!(!svg.contains("<script") && !svg.contains("<img") && !svg.contains("<b>"), "{svg}");
+    assert!(
+        !svg.contains("<script") && !svg.contains("<img") && !svg.contains("<b>"),
+        "{svg}"
+    );
     for ch in chart::report_charts(&r, 0) {
         let s = chart::render_svg(&ch);
         assert!(!s.contains("<script"), "{}", ch.id);
@@ -241,19 +311,31 @@ fn csv_has_one_row_per_request() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], view::CSV_HEADER);
     assert_eq!(lines.len(), r.body.records.len() + 1);
-    assert!(lines.iter().skip(1).any(|l| l.contains(",http_429,")), "{csv}");
+    assert!(
+        lines.iter().skip(1).any(|l| l.contains(",http_429,")),
+        "{csv}"
+    );
     assert_eq!(lines.iter().filter(|l| l.contains(",measured,")).count(), 6);
 }
 
 #[test]
 fn charts_and_translator_cover_the_report() {
     let r = fixture_report();
-    let ids: Vec<String> = chart::report_charts(&r, 0).into_iter().map(|c| c.id).collect();
+    let ids: Vec<String> = chart::report_charts(&r, 0)
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
     assert_eq!(
         ids,
         [
-            "ttft-cdf", "tpot-cdf", "e2e-cdf", "inter-chunk", "tokens-per-chunk",
-            "throughput-time", "in-flight-time", "decode-slowdown"
+            "ttft-cdf",
+            "tpot-cdf",
+            "e2e-cdf",
+            "inter-chunk",
+            "tokens-per-chunk",
+            "throughput-time",
+            "in-flight-time",
+            "decode-slowdown"
         ]
     );
     let t = view::translator(&r, 0);

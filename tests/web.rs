@@ -27,7 +27,7 @@ fn signed_fixture_verifies_in_the_browser() {
 
 #[wasm_bindgen_test]
 fn tampered_fixture_fails_in_the_browser() {
-    let tampered = SIGNED.replacen("\"t_send_us\": 700", "\"t_send_us\": 701", 1);
+    let tampered = SIGNED.replacen("\"t_send_us\":700", "\"t_send_us\":701", 1);
     assert_ne!(tampered, SIGNED);
     let opened = report::open(&tampered).expect("still parses");
     assert!(matches!(opened.verification, Verification::Invalid { .. }));
@@ -47,7 +47,7 @@ fn signing_in_the_browser_round_trips() {
             public_key: key.public_key_base64()
         }
     );
-    let flipped = text.replacen("\"created\": \"2026", "\"created\": \"2027", 1);
+    let flipped = text.replacen("\"created\":\"2026", "\"created\":\"2027", 1);
     assert!(matches!(
         report::open(&flipped).expect("opens").verification,
         Verification::Invalid { .. }

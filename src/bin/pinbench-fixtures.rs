@@ -180,12 +180,60 @@ fn main() {
     };
     let big: u32 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(10_000);
     let specs = [
-        Spec { file: "report_c4.json", model: "llama-3.1-8b", concurrency: "4", requests_per_step: 40, prompt: 128, output: 64, seed: 1 },
-        Spec { file: "report_c4_rerun.json", model: "llama-3.1-8b", concurrency: "4", requests_per_step: 40, prompt: 128, output: 64, seed: 2 },
-        Spec { file: "report_c8.json", model: "llama-3.1-8b", concurrency: "8", requests_per_step: 40, prompt: 128, output: 64, seed: 3 },
-        Spec { file: "report_sweep.json", model: "llama-3.1-8b", concurrency: "1,4,16", requests_per_step: 40, prompt: 128, output: 64, seed: 4 },
-        Spec { file: "report_xss.json", model: "<img src=x onerror=\"window.__pwned=1\"><script>window.__pwned=1</script>", concurrency: "2", requests_per_step: 12, prompt: 32, output: 16, seed: 5 },
-        Spec { file: "report_big.json", model: "llama-3.1-8b", concurrency: "32", requests_per_step: big, prompt: 128, output: 128, seed: 6 },
+        Spec {
+            file: "report_c4.json",
+            model: "llama-3.1-8b",
+            concurrency: "4",
+            requests_per_step: 40,
+            prompt: 128,
+            output: 64,
+            seed: 1,
+        },
+        Spec {
+            file: "report_c4_rerun.json",
+            model: "llama-3.1-8b",
+            concurrency: "4",
+            requests_per_step: 40,
+            prompt: 128,
+            output: 64,
+            seed: 2,
+        },
+        Spec {
+            file: "report_c8.json",
+            model: "llama-3.1-8b",
+            concurrency: "8",
+            requests_per_step: 40,
+            prompt: 128,
+            output: 64,
+            seed: 3,
+        },
+        Spec {
+            file: "report_sweep.json",
+            model: "llama-3.1-8b",
+            concurrency: "1,4,16",
+            requests_per_step: 40,
+            prompt: 128,
+            output: 64,
+            seed: 4,
+        },
+        Spec {
+            file: "report_xss.json",
+            model: "<img src=x onerror=\"window.__pwned=1\"><script>window.__pwned=1</script>",
+            concurrency: "2",
+            requests_per_step: 12,
+            prompt: 32,
+            output: 16,
+            seed: 5,
+        },
+        Spec {
+            file: "report_big.json",
+            model: "llama-3.1-8b",
+            concurrency: "32",
+            requests_per_step: big,
+            prompt: 128,
+            output: 128,
+            seed: 6,
+        },
     ];
     for s in &specs {
         match build(s) {

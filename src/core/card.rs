@@ -37,7 +37,8 @@ pub struct Item {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CardBody {
-    /// base64url SHA-256 of the report body's JCS bytes.
+    /// base64url SHA-256 of the JCS bytes of the report body without its records
+    /// ([`report_digest`]).
     pub report_digest: String,
     /// When the run started.
     pub created: String,
@@ -80,10 +81,27 @@ pub enum CardError {
     WrongSchema(String),
 }
 
-/// base64url SHA-256 of a report body's canonical bytes.
-pub fn body_digest(r: &Report) -> Result<String, ReportError> {
-    let bytes = sign::canonical_bytes(&r.body)?;
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(&bytes)))
+/// base64url SHA-256 of canonical bytes.
+pub fn digest_of(canonical: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(canonical))
+}
+
+/// What binds a card to its report: base64url SHA-256 of the canonical JSON of the
+/// report body without its records (`tool`, `created`, `config`, `slo`, `probes`,
+/// `client`, `summary`). The records are bound through the summary, which the viewer
+/// recomputes from them; leaving them out keeps the card check from hashing megabytes.
+pub fn report_digest(r: &Report) -> Result<String, ReportError> {
+    let b = &r.body;
+    let v = serde_json::json!({
+        "tool": b.tool,
+        "created": b.created,
+        "config": b.config,
+        "slo": b.slo,
+        "probes": b.probes,
+        "client": b.client,
+        "summary": b.summary,
+    });
+    Ok(digest_of(&sign::canonical_value(&v, &[]).bytes))
 }
 
 fn item(label: &str, value: String) -> Item {
@@ -97,6 +115,11 @@ fn item(label: &str, value: String) -> Item {
 impl Card {
     /// The card of a report (unsigned).
     pub fn of(r: &Report) -> Result<Card, ReportError> {
+        Ok(Self::with_digest(r, report_digest(r)?))
+    }
+
+    /// The card of a report whose [`report_digest`] is already known.
+    pub fn with_digest(r: &Report, report_digest: String) -> Card {
         let c = &r.body.config;
         let rows = view::pin_rows(c);
         let get = |k: &str| {
@@ -133,7 +156,10 @@ impl Card {
                 format!("{} batching · {} phases", get("scheduling"), get("phases")),
             ),
             item("window", get("window")),
-            item("cache, sampling", format!("{} · {}", get("cache"), get("sampling"))),
+            item(
+                "cache, sampling",
+                format!("{} · {}", get("cache"), get("sampling")),
+            ),
         ];
         let headline = r
             .body
@@ -144,7 +170,10 @@ impl Card {
                 view::headline(s)
                     .into_iter()
                     .filter(|f| {
-                        matches!(f.key, "aggregate_steady" | "per_stream_decode" | "ttft" | "tpot")
+                        matches!(
+                            f.key,
+                            "aggregate_steady" | "per_stream_decode" | "ttft" | "tpot"
+                        )
                     })
                     .map(|f| Item {
                         label: f.label.into(),
@@ -154,10 +183,10 @@ impl Card {
                     .collect()
             })
             .unwrap_or_default();
-        Ok(Card {
+        Card {
             schema: CARD_SCHEMA.into(),
             body: CardBody {
-                report_digest: body_digest(r)?,
+                report_digest,
                 created: r.body.created.clone(),
                 model: c.model.id.value.clone(),
                 pins,
@@ -166,7 +195,7 @@ impl Card {
                 steps: r.body.summary.steps.len() as u32,
             },
             signature: None,
-        })
+        }
     }
 
     /// Signs the card.
@@ -266,14 +295,17 @@ pub fn check(r: &Report) -> CardCheck {
     if r.signature.as_ref().map(|s| &s.key_id) != Some(&key) {
         return CardCheck::Mismatch("the card is signed by a different key than the report".into());
     }
-    match Card::of(r) {
-        Ok(fresh) if fresh.body == card.body => CardCheck::Matches,
-        Ok(fresh) if fresh.body.report_digest != card.body.report_digest => {
-            CardCheck::Mismatch("the card belongs to a different report body".into())
-        }
-        Ok(_) => CardCheck::Mismatch("the card's figures differ from the report's".into()),
-        Err(e) => CardCheck::Mismatch(e.to_string()),
+    let digest = match report_digest(r) {
+        Ok(d) => d,
+        Err(e) => return CardCheck::Mismatch(e.to_string()),
+    };
+    if card.body.report_digest != digest {
+        return CardCheck::Mismatch("the card belongs to a different report".into());
     }
+    if Card::with_digest(r, digest).body != card.body {
+        return CardCheck::Mismatch("the card's figures differ from the report's".into());
+    }
+    CardCheck::Matches
 }
 
 /// Signature status line for a card.
@@ -336,9 +368,9 @@ pub fn card_svg(card: &Card, status: &str, theme: Theme, link: &str) -> String {
         y += 36.0;
     }
     if card.body.client_invalid {
-        s.push_str(&format!(
-            r##"<text x="14" y="188" font-family="system-ui,sans-serif" font-size="10" fill="#dc2626">INVALID: the client limited this run</text>"##
-        ));
+        s.push_str(
+            r##"<text x="14" y="188" font-family="system-ui,sans-serif" font-size="10" fill="#dc2626">INVALID: the client limited this run</text>"##,
+        );
     }
     s.push_str(&format!(
         r#"<text x="586" y="188" font-family="system-ui,sans-serif" font-size="9" text-anchor="end" fill="{accent}">{}</text></svg>"#,

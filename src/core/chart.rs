@@ -1,4 +1,4 @@
-//! Chart geometry and SVG text, in plain Rust (the leptos-chartistry split: projection,
+//! Chart geometry and SVG text, in plain Rust (the split the chartistry crate uses: projection,
 //! ticks and shapes here, tested natively; the UI only places the finished SVG).
 //!
 //! Every string that comes from data goes through [`escape`], so a report's text can never
@@ -6,10 +6,10 @@
 
 use std::fmt::Write as _;
 
-use super::metrics::{self, in_flight_timeline, request_metrics};
+use super::histogram::Hist;
+use super::metrics::in_flight_timeline;
 use super::record::RequestRecord;
 use super::report::Report;
-use super::view::measured_ok;
 
 /// Escapes text for XML/HTML (element content and attribute values).
 pub fn escape(s: &str) -> String {
@@ -374,31 +374,106 @@ pub fn log_histogram(values: &[f64], bins: usize) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Every chart of one load step of a report, plus the sweep curve when there are
-/// several steps.
+/// The CDF of an encoded HDR histogram, values in ms (at most `max_points` points).
+pub fn cdf_of_histogram(encoded: &str, max_points: usize) -> Vec<(f64, f64)> {
+    let Ok(h) = Hist::decode(encoded) else {
+        return Vec::new();
+    };
+    let total = h.count() as f64;
+    if total == 0.0 {
+        return Vec::new();
+    }
+    let buckets: Vec<(u64, u64)> = h.buckets().collect();
+    let stride = buckets.len().div_ceil(max_points.max(1)).max(1);
+    let mut cum = 0u64;
+    let mut out = Vec::new();
+    for (i, (v, c)) in buckets.iter().enumerate() {
+        cum += c;
+        if i % stride == 0 || i + 1 == buckets.len() {
+            out.push((*v as f64 / 1000.0, cum as f64 / total));
+        }
+    }
+    out
+}
+
+/// Log-spaced bins of an encoded HDR histogram, values in ms: (bin centre, count).
+pub fn log_bins_of_histogram(encoded: &str, bins: usize) -> Vec<(f64, f64)> {
+    let Ok(h) = Hist::decode(encoded) else {
+        return Vec::new();
+    };
+    let buckets: Vec<(f64, f64)> = h
+        .buckets()
+        .filter(|(v, _)| *v > 0)
+        .map(|(v, c)| (v as f64 / 1000.0, c as f64))
+        .collect();
+    let (Some(lo), Some(hi)) = (
+        buckets.iter().map(|b| b.0).reduce(f64::min),
+        buckets.iter().map(|b| b.0).reduce(f64::max),
+    ) else {
+        return Vec::new();
+    };
+    let (a, b) = (lo.log10(), (hi * 1.0001).log10().max(lo.log10() + 1e-6));
+    let width = (b - a) / bins as f64;
+    let mut counts = vec![0f64; bins];
+    for (v, c) in buckets {
+        let i = (((v.log10() - a) / width) as usize).min(bins - 1);
+        counts[i] += c;
+    }
+    counts
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (10f64.powf(a + (i as f64 + 0.5) * width), c))
+        .collect()
+}
+
+/// The achieved in-flight count as at most `bins` steps: the largest count in each bin
+/// (a 10,000-request run has 40,000 changes, more than a chart can show).
+pub fn downsample_max(tl: &[(u64, u32, u32)], t0: u64, end: u64, bins: usize) -> Vec<(f64, f64)> {
+    let span = end.saturating_sub(t0).max(1) as f64;
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(bins + 1);
+    let mut current: Option<(usize, u32)> = None;
+    let secs = |us: u64| us.saturating_sub(t0) as f64 / 1e6;
+    for &(t, _, a) in tl {
+        let b = ((t.saturating_sub(t0)) as f64 / span * bins as f64) as usize;
+        match current {
+            Some((cb, m)) if cb == b => current = Some((cb, m.max(a))),
+            Some((cb, m)) => {
+                out.push((
+                    secs(t0) + cb as f64 * span / bins as f64 / 1e6,
+                    f64::from(m),
+                ));
+                current = Some((b, a));
+            }
+            None => current = Some((b, a)),
+        }
+    }
+    if let Some((cb, m)) = current {
+        out.push((
+            secs(t0) + cb as f64 * span / bins as f64 / 1e6,
+            f64::from(m),
+        ));
+    }
+    out
+}
+
+/// Every chart of one load step of a report. Distributions come from the step's HDR
+/// histograms (which recomputation checks against the records); time series from the
+/// records.
 pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
     let b = &report.body;
-    let measured = measured_ok(report, step);
+    let Some(s) = b.summary.steps.iter().find(|s| s.step == step) else {
+        return Vec::new();
+    };
     let step_recs: Vec<&RequestRecord> = b.records.iter().filter(|r| r.step == step).collect();
     let t0 = step_recs.iter().map(|r| r.t_send_us).min().unwrap_or(0);
-    let ms = |us: u64| us as f64 / 1000.0;
     let secs = |us: u64| us.saturating_sub(t0) as f64 / 1e6;
     let mut charts = Vec::new();
-    let per_req: Vec<metrics::RequestMetrics> =
-        measured.iter().map(|r| request_metrics(r)).collect();
-    let mut cdf_series = Vec::new();
-    for (name, f) in [
-        (
-            "TTFT",
-            (|m: &metrics::RequestMetrics| m.ttft_us) as fn(&metrics::RequestMetrics) -> Option<u64>,
-        ),
-        ("TPOT", |m| m.tpot_us),
-        ("E2E", |m| m.e2e_us),
+    let h = &s.histograms;
+    for (name, enc) in [
+        ("TTFT", &h.ttft_us),
+        ("TPOT", &h.tpot_us),
+        ("E2E", &h.e2e_us),
     ] {
-        let mut v: Vec<f64> = per_req.iter().filter_map(f).map(ms).collect();
-        cdf_series.push((name, cdf(&mut v, 400)));
-    }
-    for (name, pts) in cdf_series {
         charts.push(Chart {
             id: format!("{}-cdf", name.to_lowercase()),
             title: format!("{name} distribution (CDF, measured window)"),
@@ -407,16 +482,12 @@ pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
             x_log: true,
             series: vec![Series {
                 name: name.into(),
-                points: pts,
+                points: cdf_of_histogram(enc, 400),
                 mark: Mark::Step,
             }],
             bands: vec![],
         });
     }
-    let gaps: Vec<f64> = measured
-        .iter()
-        .flat_map(|r| r.chunks.windows(2).map(|w| ms(w[1].t_us - w[0].t_us)))
-        .collect();
     charts.push(Chart {
         id: "inter-chunk".into(),
         title: "Gap between token chunks (measured window)".into(),
@@ -425,31 +496,28 @@ pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
         x_log: true,
         series: vec![Series {
             name: "inter-chunk gap".into(),
-            points: log_histogram(&gaps, 40),
+            points: log_bins_of_histogram(&h.inter_chunk_us, 40),
             mark: Mark::Bars,
         }],
         bands: vec![],
     });
-    let s = b.summary.steps.iter().find(|s| s.step == step);
-    if let Some(s) = s {
-        charts.push(Chart {
-            id: "tokens-per-chunk".into(),
-            title: "Tokens per chunk (measured window)".into(),
-            x_label: "tokens in one chunk".into(),
-            y_label: "chunks".into(),
-            x_log: false,
-            series: vec![Series {
-                name: "chunks".into(),
-                points: s
-                    .tokens_per_chunk
-                    .iter()
-                    .map(|(k, v)| (f64::from(*k), *v as f64))
-                    .collect(),
-                mark: Mark::Bars,
-            }],
-            bands: vec![],
-        });
-    }
+    charts.push(Chart {
+        id: "tokens-per-chunk".into(),
+        title: "Tokens per chunk (measured window)".into(),
+        x_label: "tokens in one chunk".into(),
+        y_label: "chunks".into(),
+        x_log: false,
+        series: vec![Series {
+            name: "chunks".into(),
+            points: s
+                .tokens_per_chunk
+                .iter()
+                .map(|(k, v)| (f64::from(*k), *v as f64))
+                .collect(),
+            mark: Mark::Bars,
+        }],
+        bands: vec![],
+    });
     // Throughput and in-flight over time, with the windows shaded.
     let end = step_recs.iter().map(|r| r.t_end_us()).max().unwrap_or(t0);
     let span = end.saturating_sub(t0).max(1);
@@ -475,16 +543,14 @@ pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
         })
         .collect();
     let mut bands = Vec::new();
-    if let Some(first) = measured.first() {
-        if first.t_send_us > t0 {
-            bands.push(Band {
-                label: "warm-up".into(),
-                x0: 0.0,
-                x1: secs(first.t_send_us),
-            });
-        }
+    if let Some(w) = s.windows.measured.filter(|w| w.start_us > t0) {
+        bands.push(Band {
+            label: "warm-up".into(),
+            x0: 0.0,
+            x1: secs(w.start_us),
+        });
     }
-    if let Some(w) = s.and_then(|s| s.windows.steady) {
+    if let Some(w) = s.windows.steady {
         bands.push(Band {
             label: "steady".into(),
             x0: secs(w.start_us),
@@ -505,7 +571,7 @@ pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
         bands: bands.clone(),
     });
     let tl = in_flight_timeline(&step_recs);
-    let target = s.map(|s| f64::from(s.concurrency.target)).unwrap_or(0.0);
+    let target = f64::from(s.concurrency.target);
     charts.push(Chart {
         id: "in-flight-time".into(),
         title: "Requests in flight over time".into(),
@@ -514,11 +580,8 @@ pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
         x_log: false,
         series: vec![
             Series {
-                name: "achieved (on the wire)".into(),
-                points: tl
-                    .iter()
-                    .map(|(t, _, a)| (secs(*t), f64::from(*a)))
-                    .collect(),
+                name: "achieved (on the wire, max per bin)".into(),
+                points: downsample_max(&tl, t0, end, 600),
                 mark: Mark::Step,
             },
             Series {
@@ -529,28 +592,27 @@ pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
         ],
         bands,
     });
-    if let Some(s) = s {
-        charts.push(Chart {
-            id: "decode-slowdown".into(),
-            title: "Decode slowdown by output position (mean TPOT)".into(),
-            x_label: "output token position".into(),
-            y_label: "ms per token".into(),
-            x_log: false,
-            series: vec![Series {
-                name: "mean TPOT".into(),
-                points: s
-                    .decode_slowdown
-                    .iter()
-                    .filter_map(|k| {
-                        let mid = k.to.map_or(k.from as f64 * 1.5, |to| (k.from + to) as f64 / 2.0);
-                        k.mean_tpot_us.map(|t| (mid, ms(t)))
-                    })
-                    .collect(),
-                mark: Mark::Dots,
-            }],
-            bands: vec![],
-        });
-    }
+    charts.push(Chart {
+        id: "decode-slowdown".into(),
+        title: "Decode slowdown by output position (mean TPOT)".into(),
+        x_label: "output token position".into(),
+        y_label: "ms per token".into(),
+        x_log: false,
+        series: vec![Series {
+            name: "mean TPOT".into(),
+            points: s
+                .decode_slowdown
+                .iter()
+                .filter_map(|k| {
+                    let mid =
+                        k.to.map_or(k.from as f64 * 1.5, |to| (k.from + to) as f64 / 2.0);
+                    k.mean_tpot_us.map(|t| (mid, t as f64 / 1000.0))
+                })
+                .collect(),
+            mark: Mark::Dots,
+        }],
+        bands: vec![],
+    });
     if b.summary.steps.len() > 1 {
         charts.push(sweep_chart(report));
     }
@@ -595,11 +657,14 @@ mod tests {
 
     #[test]
     fn nice_ticks_cover_the_range_with_round_steps() {
-        assert_eq!(nice_ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(
+            nice_ticks(0.0, 10.0, 5),
+            vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+        );
         assert_eq!(nice_ticks(0.0, 1.0, 4), vec![0.0, 0.5, 1.0]);
         let t = nice_ticks(3.0, 1234.0, 5);
         assert!(t.first().copied().unwrap_or(0.0) >= 3.0);
-        assert!(t.windows(2).all(|w| (w[1] - w[0] - 200.0).abs() < 1e-9));
+        assert_eq!(t, vec![500.0, 1000.0]);
     }
 
     #[test]
@@ -642,6 +707,17 @@ mod tests {
         assert!(!svg.contains("<img"), "{svg}");
         assert!(!svg.contains("<b>"), "{svg}");
         assert!(svg.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    }
+
+    #[test]
+    fn downsampling_keeps_the_peak_and_bounds_the_points() {
+        let tl: Vec<(u64, u32, u32)> = (0..40_000u64)
+            .map(|i| (i * 25, 0, if i == 12_345 { 99 } else { (i % 7) as u32 }))
+            .collect();
+        let d = downsample_max(&tl, 0, 1_000_000, 600);
+        assert!(d.len() <= 601, "{}", d.len());
+        assert_eq!(d.iter().map(|p| p.1).fold(0.0, f64::max), 99.0);
+        assert!(d.windows(2).all(|w| w[0].0 < w[1].0));
     }
 
     #[test]

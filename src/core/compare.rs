@@ -35,7 +35,11 @@ pub const KEYS: &[(&str, &str, PinId)] = &[
     ("load.stall_timeout", "stall timeout", PinId::Load),
     ("kv.capacity", "KV cache capacity", PinId::KvBudget),
     ("kv.max_model_len", "max model length", PinId::KvBudget),
-    ("kv.max_num_seqs", "max concurrent sequences", PinId::KvBudget),
+    (
+        "kv.max_num_seqs",
+        "max concurrent sequences",
+        PinId::KvBudget,
+    ),
     ("phases", "prefill/decode mix", PinId::PrefillDecode),
     ("scheduling", "scheduling", PinId::Scheduling),
     ("window", "window", PinId::Window),
@@ -143,10 +147,30 @@ impl Subject {
                 }
             };
             let ms = |v: u64| v as f64 / 1000.0;
-            push("ttft_p50_ms", "TTFT p50, ms", s.ttft_us.map(|d| ms(d.p50)), mw.clone());
-            push("ttft_p99_ms", "TTFT p99, ms", s.ttft_us.map(|d| ms(d.p99)), mw.clone());
-            push("tpot_p50_ms", "TPOT p50, ms", s.tpot_us.map(|d| ms(d.p50)), mw.clone());
-            push("tpot_p99_ms", "TPOT p99, ms", s.tpot_us.map(|d| ms(d.p99)), mw.clone());
+            push(
+                "ttft_p50_ms",
+                "TTFT p50, ms",
+                s.ttft_us.map(|d| ms(d.p50)),
+                mw.clone(),
+            );
+            push(
+                "ttft_p99_ms",
+                "TTFT p99, ms",
+                s.ttft_us.map(|d| ms(d.p99)),
+                mw.clone(),
+            );
+            push(
+                "tpot_p50_ms",
+                "TPOT p50, ms",
+                s.tpot_us.map(|d| ms(d.p50)),
+                mw.clone(),
+            );
+            push(
+                "tpot_p99_ms",
+                "TPOT p99, ms",
+                s.tpot_us.map(|d| ms(d.p99)),
+                mw.clone(),
+            );
             push(
                 "per_stream_tok_s",
                 "per-stream decode tok/s (p50)",

@@ -50,7 +50,9 @@ pub fn detect(v: &Value) -> Option<Tool> {
     if o.contains_key("benchmarks") && o["benchmarks"].is_array() {
         return Some(Tool::Guidellm);
     }
-    if o.contains_key("output_throughput") && (o.contains_key("mean_ttft_ms") || o.contains_key("model_id")) {
+    if o.contains_key("output_throughput")
+        && (o.contains_key("mean_ttft_ms") || o.contains_key("model_id"))
+    {
         return Some(Tool::Vllm);
     }
     let has_stats = |m: &serde_json::Map<String, Value>| {
@@ -60,7 +62,9 @@ pub fn detect(v: &Value) -> Option<Tool> {
             .is_some()
     };
     if has_stats(o)
-        || o.get("records").and_then(Value::as_object).is_some_and(has_stats)
+        || o.get("records")
+            .and_then(Value::as_object)
+            .is_some_and(has_stats)
         || o.contains_key("input_config") && o.contains_key("schema_version")
     {
         return Some(Tool::Aiperf);
@@ -184,7 +188,12 @@ fn vllm(title: &str, v: &Value) -> Result<Subject, ImportError> {
         _ => None,
     };
     match load {
-        Some(l) => rows.push(pinned(PinId::Load, "load", l, src("request_rate, max_concurrency"))),
+        Some(l) => rows.push(pinned(
+            PinId::Load,
+            "load",
+            l,
+            src("request_rate, max_concurrency"),
+        )),
         None => rows.push(unpinned(
             PinId::Load,
             "load",
@@ -210,15 +219,35 @@ fn vllm(title: &str, v: &Value) -> Result<Subject, ImportError> {
         "whole run incl. ramp-up and tail (no warm-up)".into(),
         "vLLM's definition".into(),
     ));
-    let mean_len = |k: &str| f(v, &[k]).filter(|_| completed > 0.0).map(|t| t / completed);
+    let mean_len = |k: &str| {
+        f(v, &[k])
+            .filter(|_| completed > 0.0)
+            .map(|t| t / completed)
+    };
     let mut numbers = Vec::new();
     for (key, label, field) in [
         ("ttft_p50_ms", "TTFT p50, ms", "median_ttft_ms"),
         ("ttft_p99_ms", "TTFT p99, ms", "p99_ttft_ms"),
-        ("tpot_p50_ms", "TPOT p50, ms (vLLM: (E2E − TTFT)/(n − 1))", "median_tpot_ms"),
-        ("tpot_p99_ms", "TPOT p99, ms (vLLM: (E2E − TTFT)/(n − 1))", "p99_tpot_ms"),
-        ("itl_p50_ms", "chunk gap p50, ms (vLLM ITL)", "median_itl_ms"),
-        ("aggregate_tok_s", "aggregate output tok/s (all streams)", "output_throughput"),
+        (
+            "tpot_p50_ms",
+            "TPOT p50, ms (vLLM: (E2E − TTFT)/(n − 1))",
+            "median_tpot_ms",
+        ),
+        (
+            "tpot_p99_ms",
+            "TPOT p99, ms (vLLM: (E2E − TTFT)/(n − 1))",
+            "p99_tpot_ms",
+        ),
+        (
+            "itl_p50_ms",
+            "chunk gap p50, ms (vLLM ITL)",
+            "median_itl_ms",
+        ),
+        (
+            "aggregate_tok_s",
+            "aggregate output tok/s (all streams)",
+            "output_throughput",
+        ),
     ] {
         numbers.extend(num(key, label, f(v, &[field]), "whole run (vLLM)"));
     }
@@ -233,16 +262,23 @@ fn vllm(title: &str, v: &Value) -> Result<Subject, ImportError> {
 }
 
 fn aiperf(title: &str, v: &Value) -> Result<Subject, ImportError> {
-    let stats = v
-        .get("records")
-        .filter(|r| r.is_object())
-        .unwrap_or(v);
+    let stats = v.get("records").filter(|r| r.is_object()).unwrap_or(v);
     let cfg = v.get("input_config").unwrap_or(&Value::Null);
     let src = |field: &str| format!("AIPerf input_config ({field})");
     let mut rows = Vec::new();
     match s(cfg, &["endpoint", "model_names"]) {
-        Some(m) => rows.push(pinned(PinId::Model, "model.id", m, src("endpoint.model_names"))),
-        None => rows.push(unpinned(PinId::Model, "model.id", "", src("endpoint.model_names"))),
+        Some(m) => rows.push(pinned(
+            PinId::Model,
+            "model.id",
+            m,
+            src("endpoint.model_names"),
+        )),
+        None => rows.push(unpinned(
+            PinId::Model,
+            "model.id",
+            "",
+            src("endpoint.model_names"),
+        )),
     }
     let isl_mean = f(cfg, &["input", "prompt", "input_tokens", "mean"]);
     let isl_std = f(cfg, &["input", "prompt", "input_tokens", "stddev"]).unwrap_or(0.0);
@@ -273,7 +309,10 @@ fn aiperf(title: &str, v: &Value) -> Result<Subject, ImportError> {
     ));
     let load = if let Some(c) = f(cfg, &["loadgen", "concurrency"]) {
         match f(cfg, &["loadgen", "request_rate"]) {
-            Some(r) => Some(format!("open loop, {} req/s Poisson, cap {c}", rate_text(r))),
+            Some(r) => Some(format!(
+                "open loop, {} req/s Poisson, cap {c}",
+                rate_text(r)
+            )),
             None => Some(format!("closed loop, c={c}")),
         }
     } else {
@@ -296,10 +335,30 @@ fn aiperf(title: &str, v: &Value) -> Result<Subject, ImportError> {
     for (key, label, tag, field) in [
         ("ttft_p50_ms", "TTFT p50, ms", "time_to_first_token", "p50"),
         ("ttft_p99_ms", "TTFT p99, ms", "time_to_first_token", "p99"),
-        ("tpot_p50_ms", "TPOT p50, ms (AIPerf inter_token_latency)", "inter_token_latency", "p50"),
-        ("tpot_p99_ms", "TPOT p99, ms (AIPerf inter_token_latency)", "inter_token_latency", "p99"),
-        ("per_stream_tok_s", "per-stream tok/s (AIPerf per user, p50)", "output_token_throughput_per_user", "p50"),
-        ("aggregate_tok_s", "aggregate output tok/s (all streams)", "output_token_throughput", "avg"),
+        (
+            "tpot_p50_ms",
+            "TPOT p50, ms (AIPerf inter_token_latency)",
+            "inter_token_latency",
+            "p50",
+        ),
+        (
+            "tpot_p99_ms",
+            "TPOT p99, ms (AIPerf inter_token_latency)",
+            "inter_token_latency",
+            "p99",
+        ),
+        (
+            "per_stream_tok_s",
+            "per-stream tok/s (AIPerf per user, p50)",
+            "output_token_throughput_per_user",
+            "p50",
+        ),
+        (
+            "aggregate_tok_s",
+            "aggregate output tok/s (all streams)",
+            "output_token_throughput",
+            "avg",
+        ),
     ] {
         numbers.extend(num(key, label, st(tag, field), "profiling phase (AIPerf)"));
     }
@@ -332,7 +391,12 @@ fn guidellm(title: &str, v: &Value) -> Result<Subject, ImportError> {
         .or_else(|| s(v, &["args", "model"]))
         .or_else(|| s(first, &["args", "model"]));
     match model {
-        Some(m) => rows.push(pinned(PinId::Model, "model.id", m, src("worker.backend_model"))),
+        Some(m) => rows.push(pinned(
+            PinId::Model,
+            "model.id",
+            m,
+            src("worker.backend_model"),
+        )),
         None => rows.push(unpinned(PinId::Model, "model.id", "", src("—"))),
     }
     // Synthetic data arguments, e.g. "prompt_tokens=256,output_tokens=128".
@@ -369,13 +433,16 @@ fn guidellm(title: &str, v: &Value) -> Result<Subject, ImportError> {
             .or_else(|| b.get("strategy"))
             .unwrap_or(&Value::Null);
         let kind = s(strat, &["type_"]).unwrap_or_default();
-        let step = match kind.as_str() {
-            "synchronous" => Some("closed loop, c=1".to_owned()),
-            "concurrent" => f(strat, &["streams"]).map(|c| format!("closed loop, c={c}")),
-            "constant" => f(strat, &["rate"]).map(|r| format!("open loop, {} req/s constant", rate_text(r))),
-            "poisson" => f(strat, &["rate"]).map(|r| format!("open loop, {} req/s Poisson", rate_text(r))),
-            _ => None,
-        };
+        let step =
+            match kind.as_str() {
+                "synchronous" => Some("closed loop, c=1".to_owned()),
+                "concurrent" => f(strat, &["streams"]).map(|c| format!("closed loop, c={c}")),
+                "constant" => f(strat, &["rate"])
+                    .map(|r| format!("open loop, {} req/s constant", rate_text(r))),
+                "poisson" => f(strat, &["rate"])
+                    .map(|r| format!("open loop, {} req/s Poisson", rate_text(r))),
+                _ => None,
+            };
         steps.push(step.clone().unwrap_or_else(|| format!("{kind} (unpinned)")));
         let m = |name: &str, stat: &[&str]| {
             let mut p = vec!["metrics", name, "successful"];
@@ -388,13 +455,43 @@ fn guidellm(title: &str, v: &Value) -> Result<Subject, ImportError> {
             (String::new(), String::new())
         };
         for (key, label, name, stat) in [
-            ("ttft_p50_ms", "TTFT p50, ms", "time_to_first_token_ms", &["median"][..]),
-            ("ttft_p99_ms", "TTFT p99, ms", "time_to_first_token_ms", &["percentiles", "p99"][..]),
-            ("tpot_p50_ms", "TPOT p50, ms (guidellm inter_token_latency)", "inter_token_latency_ms", &["median"][..]),
-            ("tpot_p99_ms", "TPOT p99, ms (guidellm inter_token_latency)", "inter_token_latency_ms", &["percentiles", "p99"][..]),
-            ("aggregate_tok_s", "aggregate output tok/s (all streams)", "output_tokens_per_second", &["mean"][..]),
+            (
+                "ttft_p50_ms",
+                "TTFT p50, ms",
+                "time_to_first_token_ms",
+                &["median"][..],
+            ),
+            (
+                "ttft_p99_ms",
+                "TTFT p99, ms",
+                "time_to_first_token_ms",
+                &["percentiles", "p99"][..],
+            ),
+            (
+                "tpot_p50_ms",
+                "TPOT p50, ms (guidellm inter_token_latency)",
+                "inter_token_latency_ms",
+                &["median"][..],
+            ),
+            (
+                "tpot_p99_ms",
+                "TPOT p99, ms (guidellm inter_token_latency)",
+                "inter_token_latency_ms",
+                &["percentiles", "p99"][..],
+            ),
+            (
+                "aggregate_tok_s",
+                "aggregate output tok/s (all streams)",
+                "output_tokens_per_second",
+                &["mean"][..],
+            ),
         ] {
-            numbers.extend(num(&format!("{kp}{key}"), &format!("{lp}{label}"), m(name, stat), "benchmark duration (guidellm)"));
+            numbers.extend(num(
+                &format!("{kp}{key}"),
+                &format!("{lp}{label}"),
+                m(name, stat),
+                "benchmark duration (guidellm)",
+            ));
         }
         if let (Some(p), Some(o), Some(n)) = (
             m("prompt_token_count", &["mean"]),
@@ -407,15 +504,30 @@ fn guidellm(title: &str, v: &Value) -> Result<Subject, ImportError> {
         }
     }
     if steps.iter().all(|s| !s.ends_with("(unpinned)")) {
-        rows.push(pinned(PinId::Load, "load", steps.join(" → "), src("strategy")));
+        rows.push(pinned(
+            PinId::Load,
+            "load",
+            steps.join(" → "),
+            src("strategy"),
+        ));
     } else {
-        rows.push(unpinned(PinId::Load, "load", &steps.join(" → "), src("strategy")));
+        rows.push(unpinned(
+            PinId::Load,
+            "load",
+            &steps.join(" → "),
+            src("strategy"),
+        ));
     }
     let warm = f(first, &["args", "warmup_number"])
         .map(|w| format!("warm-up {w} requests"))
         .or_else(|| f(first, &["args", "warmup_duration"]).map(|w| format!("warm-up {w} s")));
     match warm {
-        Some(w) => rows.push(pinned(PinId::Window, "window", format!("{w}, measured: rest"), src("args"))),
+        Some(w) => rows.push(pinned(
+            PinId::Window,
+            "window",
+            format!("{w}, measured: rest"),
+            src("args"),
+        )),
         None => rows.push(pinned(
             PinId::Window,
             "window",

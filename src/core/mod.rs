@@ -7,6 +7,7 @@ pub mod compare;
 pub mod dialect;
 pub mod histogram;
 pub mod import;
+pub mod jcs;
 pub mod metrics;
 pub mod pins;
 pub mod prompt;

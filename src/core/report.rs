@@ -177,41 +177,58 @@ pub struct Report {
     pub signature: Option<SignatureBlock>,
 }
 
-/// Rejects integers beyond [`MAX_SAFE_INTEGER`] (they would not be covered exactly by the
-/// signature).
-fn check_safe_numbers(path: &str, v: &Value) -> Result<(), ReportError> {
+fn is_unsafe_number(n: &serde_json::Number) -> bool {
+    n.as_u64()
+        .map(|u| u > MAX_SAFE_INTEGER)
+        .or_else(|| n.as_i64().map(|i| i.unsigned_abs() > MAX_SAFE_INTEGER))
+        == Some(true)
+}
+
+fn has_unsafe_number(v: &Value) -> bool {
     match v {
-        Value::Number(n) => {
-            let unsafe_int = n
-                .as_u64()
-                .map(|u| u > MAX_SAFE_INTEGER)
-                .or_else(|| n.as_i64().map(|i| i.unsigned_abs() > MAX_SAFE_INTEGER));
-            if unsafe_int == Some(true) {
-                return Err(ReportError::Schema(format!(
-                    "{path}: integer {n} is beyond 2^53 and cannot be signed exactly"
-                )));
-            }
-            Ok(())
-        }
+        Value::Number(n) => is_unsafe_number(n),
+        Value::Array(a) => a.iter().any(has_unsafe_number),
+        Value::Object(o) => o.values().any(has_unsafe_number),
+        _ => false,
+    }
+}
+
+/// The path of the first unsafe integer (only walked once one is known to exist).
+fn unsafe_number_path(path: &str, v: &Value) -> Option<String> {
+    match v {
+        Value::Number(n) if is_unsafe_number(n) => Some(format!("{path}: integer {n}")),
         Value::Array(a) => a
             .iter()
             .enumerate()
-            .try_for_each(|(i, x)| check_safe_numbers(&format!("{path}[{i}]"), x)),
+            .find_map(|(i, x)| unsafe_number_path(&format!("{path}[{i}]"), x)),
         Value::Object(o) => o
             .iter()
-            .try_for_each(|(k, x)| check_safe_numbers(&format!("{path}.{k}"), x)),
-        _ => Ok(()),
+            .find_map(|(k, x)| unsafe_number_path(&format!("{path}.{k}"), x)),
+        _ => None,
     }
+}
+
+/// Rejects integers beyond [`MAX_SAFE_INTEGER`] (they would not be covered exactly by the
+/// signature).
+fn check_safe_numbers(v: &Value) -> Result<(), ReportError> {
+    if !has_unsafe_number(v) {
+        return Ok(());
+    }
+    let at = unsafe_number_path("", v).unwrap_or_default();
+    Err(ReportError::Schema(format!(
+        "{at} is beyond 2^53 and cannot be signed exactly"
+    )))
+}
+
+/// The canonical form a signature covers: JCS of the document without `signature`.
+fn signed_doc(doc: &Value) -> Result<sign::CanonicalDoc, ReportError> {
+    check_safe_numbers(doc)?;
+    Ok(sign::canonical_value(doc, &["signature"]))
 }
 
 /// The bytes a signature covers: JCS of `{"body":…,"schema":…}`.
 fn signed_bytes_of_value(doc: &Value) -> Result<Vec<u8>, ReportError> {
-    check_safe_numbers("", doc)?;
-    let mut unsigned = doc.clone();
-    if let Value::Object(o) = &mut unsigned {
-        o.remove("signature");
-    }
-    Ok(sign::canonical_bytes(&unsigned)?)
+    Ok(signed_doc(doc)?.bytes)
 }
 
 impl Report {
@@ -247,9 +264,10 @@ impl Report {
         Ok(())
     }
 
-    /// Pretty JSON text.
+    /// Compact JSON text (no indentation: a 10,000-request report is a third smaller, and
+    /// opens faster).
     pub fn to_json(&self) -> Result<String, ReportError> {
-        serde_json::to_string_pretty(self).map_err(|e| ReportError::Json(e.to_string()))
+        serde_json::to_string(self).map_err(|e| ReportError::Json(e.to_string()))
     }
 }
 
@@ -284,17 +302,29 @@ pub struct Opened {
 /// Verifies any signed document of ours (`{…, "signature": {…}}`): the signature covers
 /// the JCS bytes of the document without its `signature` member.
 pub fn verify_value(doc: &Value) -> Verification {
+    match signed_bytes_of_value(doc) {
+        Ok(bytes) => verify_bytes(doc, &bytes),
+        Err(e) => Verification::Invalid {
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// Verifies `doc`'s signature block over already computed signed bytes.
+fn verify_bytes(doc: &Value, signed: &[u8]) -> Verification {
     let Some(block) = doc.get("signature") else {
         return Verification::Unsigned;
     };
-    let block: SignatureBlock = match serde_json::from_value(block.clone()) {
-        Ok(b) => b,
-        Err(e) => {
-            return Verification::Invalid {
-                reason: format!("malformed signature block: {e}"),
-            }
-        }
-    };
+    match serde_json::from_value(block.clone()) {
+        Ok(b) => verify_block(&b, signed),
+        Err(e) => Verification::Invalid {
+            reason: format!("malformed signature block: {e}"),
+        },
+    }
+}
+
+/// Verifies a signature block over already computed signed bytes.
+pub fn verify_block(block: &SignatureBlock, signed: &[u8]) -> Verification {
     if block.alg != ALG {
         return Verification::Invalid {
             reason: format!("unsupported algorithm {:?}", block.alg),
@@ -308,13 +338,13 @@ pub fn verify_value(doc: &Value) -> Verification {
             ));
         }
         let sig = sign::signature_from_base64(&block.signature)?;
-        sign::verify(&pk, &signed_bytes_of_value(doc)?, &sig)?;
+        sign::verify(&pk, signed, &sig)?;
         Ok(())
     };
     match check() {
         Ok(()) => Verification::Valid {
-            key_id: block.key_id,
-            public_key: block.public_key,
+            key_id: block.key_id.clone(),
+            public_key: block.public_key.clone(),
         },
         Err(e) => Verification::Invalid {
             reason: e.to_string(),
@@ -343,7 +373,51 @@ pub fn parse_json(text: &str) -> Result<Value, ReportError> {
 /// Parses and verifies a report: size limit, JSON, schema version, strict schema
 /// (unknown fields rejected), then the signature.
 pub fn open(text: &str) -> Result<Opened, ReportError> {
-    open_value(parse_json(text)?)
+    if text.len() > MAX_REPORT_BYTES {
+        return Err(ReportError::TooLarge {
+            size: text.len(),
+            limit: MAX_REPORT_BYTES,
+        });
+    }
+    match super::jcs::canonicalize(text, &["signature"]) {
+        Ok(canonical) => open_canonical(text, canonical, &mut |_| {}),
+        // The slow path gives serde_json's messages (line and column) and the JSON path
+        // of an unsafe integer.
+        Err(_) => open_value(parse_json(text)?),
+    }
+}
+
+/// The top-level `schema` string of a canonicalised document.
+pub fn schema_of(canonical: &sign::CanonicalDoc) -> Option<String> {
+    canonical
+        .member("schema")
+        .and_then(|b| serde_json::from_slice::<String>(b).ok())
+}
+
+/// Opens a report whose canonical form was computed from its text
+/// ([`super::jcs::canonicalize`], `signature` skipped): the typed parse reads the text
+/// directly, never a `Value` tree. `lap` is told when each stage ends (for timing).
+pub fn open_canonical(
+    text: &str,
+    canonical: sign::CanonicalDoc,
+    lap: &mut dyn FnMut(&'static str),
+) -> Result<Opened, ReportError> {
+    let found = schema_of(&canonical).unwrap_or_default();
+    if found != SCHEMA {
+        return Err(ReportError::WrongSchema { found });
+    }
+    let report: Report =
+        serde_json::from_str(text).map_err(|e| ReportError::Schema(e.to_string()))?;
+    lap("typed parse");
+    let verification = match &report.signature {
+        Some(block) => verify_block(block, &canonical.bytes),
+        None => Verification::Unsigned,
+    };
+    lap("signature");
+    Ok(Opened {
+        report,
+        verification,
+    })
 }
 
 /// [`open`] of an already parsed document.
@@ -354,8 +428,8 @@ pub fn open_value(doc: Value) -> Result<Opened, ReportError> {
             found: found.into(),
         });
     }
-    check_safe_numbers("", &doc)?;
-    let verification = verify_value(&doc);
+    let canonical = signed_doc(&doc)?;
+    let verification = verify_bytes(&doc, &canonical.bytes);
     let report: Report =
         serde_json::from_value(doc).map_err(|e| ReportError::Schema(e.to_string()))?;
     Ok(Opened {

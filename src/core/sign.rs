@@ -29,9 +29,164 @@ pub enum SignError {
     Mismatch,
 }
 
-/// RFC 8785 canonical bytes of a JSON value.
+/// RFC 8785 canonical bytes of a serialisable value (through `serde_json::Value`, so
+/// exactly what a JSON file of it says).
 pub fn canonical_bytes<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, SignError> {
-    serde_jcs::to_vec(value).map_err(|e| SignError::Canonical(e.to_string()))
+    let v = serde_json::to_value(value).map_err(|e| SignError::Canonical(e.to_string()))?;
+    Ok(canonical_value(&v, &[]).bytes)
+}
+
+/// A document's canonical bytes, with where each top-level member's value sits in them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CanonicalDoc {
+    /// RFC 8785 bytes.
+    pub bytes: Vec<u8>,
+    /// Top-level member name → byte range of its value (itself canonical).
+    pub members: Vec<(String, std::ops::Range<usize>)>,
+}
+
+impl CanonicalDoc {
+    /// The canonical bytes of a top-level member's value.
+    pub fn member(&self, name: &str) -> Option<&[u8]> {
+        self.members
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, r)| &self.bytes[r.clone()])
+    }
+}
+
+/// RFC 8785 (JCS) canonical form of a parsed value, written in one pass with no copy of
+/// the value: object members sorted by UTF-16 code units, strings with JSON's minimal
+/// escapes, numbers as ECMAScript prints them (integers up to 2^53 digit for digit, other
+/// numbers through `ryu-js`, the algorithm RFC 8785 names). Top-level members named in
+/// `skip` are left out (a document's own `signature`). Checked against `serde_jcs` by a
+/// property test and against the RFC's examples.
+pub fn canonical_value(v: &serde_json::Value, skip: &[&str]) -> CanonicalDoc {
+    let mut out = Vec::with_capacity(1024);
+    let mut members = Vec::new();
+    if let serde_json::Value::Object(o) = v {
+        out.push(b'{');
+        let mut first = true;
+        for (k, x) in sorted(o) {
+            if skip.contains(&k.as_str()) {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            write_canonical_str(&mut out, k);
+            out.push(b':');
+            let start = out.len();
+            write_value(&mut out, x);
+            members.push((k.clone(), start..out.len()));
+        }
+        out.push(b'}');
+    } else {
+        write_value(&mut out, v);
+    }
+    CanonicalDoc {
+        bytes: out,
+        members,
+    }
+}
+
+fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        a.cmp(b)
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+}
+
+fn sorted(o: &serde_json::Map<String, serde_json::Value>) -> Vec<(&String, &serde_json::Value)> {
+    let mut m: Vec<_> = o.iter().collect();
+    m.sort_by(|a, b| utf16_cmp(a.0, b.0));
+    m
+}
+
+fn write_value(out: &mut Vec<u8>, v: &serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_canonical_str(out, s),
+        Value::Array(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, x);
+            }
+            out.push(b']');
+        }
+        Value::Object(o) => {
+            out.push(b'{');
+            for (i, (k, x)) in sorted(o).into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical_str(out, k);
+                out.push(b':');
+                write_value(out, x);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
+    const SAFE: u64 = 1 << 53;
+    if let Some(u) = n.as_u64().filter(|u| *u <= SAFE) {
+        out.extend_from_slice(u.to_string().as_bytes());
+    } else if let Some(i) = n.as_i64().filter(|i| i.unsigned_abs() <= SAFE) {
+        out.extend_from_slice(i.to_string().as_bytes());
+    } else {
+        // Beyond 2^53 or fractional: the number as a double, printed the ECMAScript way.
+        let f = n.as_f64().unwrap_or(f64::NAN);
+        if f == 0.0 {
+            out.push(b'0');
+        } else {
+            let mut buf = ryu_js::Buffer::new();
+            out.extend_from_slice(buf.format(f).as_bytes());
+        }
+    }
+}
+
+/// Writes a string as RFC 8785 wants it (JSON's minimal escapes, lowercase `\u00xx`).
+pub fn write_canonical_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: Option<&[u8]> = match b {
+            b'"' => Some(b"\\\""),
+            b'\\' => Some(b"\\\\"),
+            0x08 => Some(b"\\b"),
+            0x09 => Some(b"\\t"),
+            0x0a => Some(b"\\n"),
+            0x0c => Some(b"\\f"),
+            0x0d => Some(b"\\r"),
+            0x00..=0x1f => None,
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        match esc {
+            Some(e) => out.extend_from_slice(e),
+            None => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xf)]);
+            }
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
 }
 
 fn b64() -> base64::engine::GeneralPurpose {
@@ -299,11 +454,79 @@ mod tests {
             let got = String::from_utf8(canonical_bytes(&v).expect("jcs")).expect("utf8");
             assert_eq!(got, want, "bits {bits:#018x}");
         }
+        // JSON has no NaN or infinities: serde_json stores them as null, in the file and in
+        // the canonical form alike, so a signature always covers what the file says. (Every
+        // float in our types is validated finite when parsed.)
         for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
-            assert!(
-                canonical_bytes(&bad).is_err(),
-                "{bad} must not canonicalise"
-            );
+            assert_eq!(canonical_bytes(&bad).expect("null"), b"null", "{bad}");
+            assert_eq!(serde_json::to_string(&bad).expect("json"), "null");
+        }
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    mod oracle {
+        use proptest::prelude::*;
+        use serde_json::Value;
+
+        fn json() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::from),
+                any::<u64>().prop_map(Value::from),
+                any::<f64>()
+                    .prop_filter("finite", |f| f.is_finite())
+                    .prop_map(Value::from),
+                "\\PC*|[\\x00-\\x1f\"\\\\\u{7f}\u{2028}\u{e000}\u{ffff}\u{10000}\u{1f600}a-z]{0,8}"
+                    .prop_map(Value::String),
+            ];
+            leaf.prop_recursive(4, 64, 8, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                    prop::collection::btree_map(
+                        "[a-z\u{e000}\u{ffff}\u{10000}\u{1f600}\u{20ac}\\x00-\\x1f]{0,4}",
+                        inner,
+                        0..6
+                    )
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+            /// The one-pass canonicaliser writes exactly what `serde_jcs` writes.
+            #[test]
+            fn one_pass_canonical_form_equals_serde_jcs(v in json()) {
+                let ours = super::super::canonical_value(&v, &[]).bytes;
+                let reference = serde_jcs::to_vec(&v).expect("serde_jcs");
+                prop_assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&reference));
+            }
+
+            /// Canonicalising the text directly gives the same bytes as parsing it first.
+            #[test]
+            fn text_canonicaliser_equals_value_canonicaliser(v in json(), pretty in any::<bool>()) {
+                let text = if pretty { serde_json::to_string_pretty(&v) } else { serde_json::to_string(&v) }.expect("text");
+                let parsed: Value = serde_json::from_str(&text).expect("parses");
+                let via_value = super::super::canonical_value(&parsed, &["signature"]);
+                match super::super::super::jcs::canonicalize(&text, &["signature"]) {
+                    Ok(direct) => prop_assert_eq!(direct, via_value),
+                    // Integers beyond 2^53 are refused (a signature cannot cover them exactly).
+                    Err(super::super::super::jcs::JcsError::UnsafeInteger(_)) => {}
+                    Err(e) => prop_assert!(false, "{e} on {text}"),
+                }
+            }
+
+            /// A top-level member's recorded range is its own canonical form.
+            #[test]
+            fn member_ranges_are_canonical_members(m in prop::collection::btree_map("[a-z]{1,3}", json(), 1..5)) {
+                let v = Value::Object(m.into_iter().collect());
+                let doc = super::super::canonical_value(&v, &[]);
+                for (k, _) in &doc.members {
+                    let alone = super::super::canonical_value(&v[k.as_str()], &[]).bytes;
+                    prop_assert_eq!(doc.member(k).map(<[u8]>::to_vec), Some(alone));
+                }
+            }
         }
     }
 }

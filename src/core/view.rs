@@ -135,20 +135,14 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             PinId::PromptLength,
             "prompt_len",
             "prompt length (tokens)",
-            format!(
-                "{} ({:?})",
-                c.prompt_len.value, c.prompt_exactness.value
-            ),
+            format!("{} ({:?})", c.prompt_len.value, c.prompt_exactness.value),
             &c.prompt_len.provenance,
         ),
         row(
             PinId::OutputLength,
             "output_len",
             "output length (tokens)",
-            format!(
-                "{} ({:?})",
-                c.output_len.value, c.output_enforcement.value
-            ),
+            format!("{} ({:?})", c.output_len.value, c.output_enforcement.value),
             &c.output_len.provenance,
         ),
         row(
@@ -336,7 +330,7 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
 }
 
 /// The measured, successful records of one step, in dispatch order.
-pub fn measured_ok<'a>(report: &'a Report, step: u32) -> Vec<&'a RequestRecord> {
+pub fn measured_ok(report: &Report, step: u32) -> Vec<&RequestRecord> {
     let mut recs: Vec<&RequestRecord> = report
         .body
         .records
@@ -386,48 +380,63 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
 /// The same step under vLLM `bench serve`, AIPerf, guidellm and llmperf definitions,
 /// computed from the records (measured window for tools with warm-up exclusion, every
 /// completed request of the step for those without).
-pub fn translator(report: &Report, step: u32) -> Vec<TranslatorRow> {
-    let measured = measured_ok(report, step);
-    let all: Vec<&RequestRecord> = report
-        .body
-        .records
-        .iter()
-        .filter(|r| r.step == step && r.outcome.is_ok())
-        .collect();
-    // Per-request quantities, ms.
-    let ttft = |r: &RequestRecord| request_metrics(r).ttft_us.map(|t| t as f64 / 1000.0);
-    let e2e = |r: &RequestRecord| request_metrics(r).e2e_us.map(|t| t as f64 / 1000.0);
-    let n_out = |r: &RequestRecord| r.output_tokens() as f64;
-    let tpot_excl_first = |r: &RequestRecord| match (e2e(r), ttft(r)) {
+pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
+    // Per-request figures, computed once: (record, TTFT ms, E2E ms).
+    type Row<'a> = (&'a RequestRecord, Option<f64>, Option<f64>);
+    let rows = |recs: Vec<&'a RequestRecord>| -> Vec<Row<'a>> {
+        recs.into_iter()
+            .map(|r| {
+                let m = request_metrics(r);
+                (
+                    r,
+                    m.ttft_us.map(|t| t as f64 / 1000.0),
+                    m.e2e_us.map(|t| t as f64 / 1000.0),
+                )
+            })
+            .collect()
+    };
+    let measured = rows(measured_ok(report, step));
+    let all = rows(
+        report
+            .body
+            .records
+            .iter()
+            .filter(|r| r.step == step && r.outcome.is_ok())
+            .collect(),
+    );
+    let ttft = |r: &Row| r.1;
+    let e2e = |r: &Row| r.2;
+    let n_out = |r: &Row| r.0.output_tokens() as f64;
+    let tpot_excl_first = |r: &Row| match (r.2, r.1) {
         (Some(e), Some(t)) if n_out(r) > 1.0 => Some((e - t) / (n_out(r) - 1.0)),
         _ => None,
     };
-    let gaps = |rs: &[&RequestRecord]| {
+    let gaps = |rs: &[Row]| {
         mean(rs.iter().flat_map(|r| {
-            r.chunks
+            r.0.chunks
                 .windows(2)
                 .map(|w| (w[1].t_us - w[0].t_us) as f64 / 1000.0)
         }))
     };
-    let agg = |rs: &[&RequestRecord]| {
-        let start = rs.iter().map(|r| r.t_send_us).min()?;
-        let end = rs.iter().map(|r| r.t_end_us()).max()?;
-        let tokens: f64 = rs.iter().map(|r| n_out(r)).sum();
+    let agg = |rs: &[Row]| {
+        let start = rs.iter().map(|r| r.0.t_send_us).min()?;
+        let end = rs.iter().map(|r| r.0.t_end_us()).max()?;
+        let tokens: f64 = rs.iter().map(n_out).sum();
         (end > start).then(|| tokens / ((end - start) as f64 / 1e6))
     };
     let s = report.body.summary.steps.iter().find(|x| x.step == step);
     let pin_tpot = s.and_then(|s| s.tpot_us).map(|d| d.mean as f64 / 1000.0);
     let pin_ttft = s.and_then(|s| s.ttft_us).map(|d| d.mean as f64 / 1000.0);
-    let pin_gap = s.and_then(|s| s.inter_chunk_us).map(|d| d.mean as f64 / 1000.0);
+    let pin_gap = s
+        .and_then(|s| s.inter_chunk_us)
+        .map(|d| d.mean as f64 / 1000.0);
     let pin_agg = s
         .and_then(|s| s.windows.steady.or(s.windows.measured))
         .map(|w| w.aggregate_output_milli as f64 / 1000.0);
     let pin_user = s
         .and_then(|s| s.decode_speed_milli)
         .map(|d| d.mean as f64 / 1000.0);
-    let m = |rs: &[&RequestRecord], f: &dyn Fn(&RequestRecord) -> Option<f64>| {
-        mean(rs.iter().filter_map(|r| f(r)))
-    };
+    let m = |rs: &[Row], f: &dyn Fn(&Row) -> Option<f64>| mean(rs.iter().filter_map(f));
     vec![
         TranslatorRow {
             concept: "time to first token (mean)",
@@ -449,8 +458,8 @@ pub fn translator(report: &Report, step: u32) -> Vec<TranslatorRow> {
                 t("AIPerf", "inter_token_latency", "(request latency − TTFT) / (output tokens − 1)", m(&measured, &tpot_excl_first)),
                 t("guidellm", "inter_token_latency_ms", "(E2E − TTFT) / (output tokens − 1)", m(&measured, &tpot_excl_first)),
                 t("llmperf", "inter_token_latency_s", "sum of chunk gaps incl. TTFT / output tokens (includes TTFT)", m(&all, &|r| {
-                    let last = r.chunks.last()?;
-                    (n_out(r) > 0.0).then(|| (last.t_us - r.t_send_us) as f64 / 1000.0 / n_out(r))
+                    let last = r.0.chunks.last()?;
+                    (n_out(r) > 0.0).then(|| (last.t_us - r.0.t_send_us) as f64 / 1000.0 / n_out(r))
                 })),
             ],
         },

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::card::{self, CardCheck};
 use super::compare::Subject;
 use super::import::{self, ImportError};
+use super::jcs;
 use super::report::{self, Mismatch, Report, ReportError, Verification};
 use super::sign;
 
@@ -26,7 +27,10 @@ pub enum ViewerError {
     #[error("not valid JSON: {0}")]
     Json(String),
     /// A pinbench report of another schema version.
-    #[error("unsupported report schema {found:?}; this viewer reads {}", report::SCHEMA)]
+    #[error(
+        "unsupported report schema {found:?}; this viewer reads {}",
+        report::SCHEMA
+    )]
     WrongSchema {
         /// What the file says.
         found: String,
@@ -211,36 +215,78 @@ pub enum Opened {
 
 /// Opens a file's text.
 pub fn open(title: &str, text: &str, trusted: &TrustedKeys) -> Result<Opened, ViewerError> {
-    check_size(text.len() as u64)?;
-    let doc = report::parse_json(text).map_err(|e| ViewerError::Json(strip(e)))?;
-    let schema = doc.get("schema").and_then(Value::as_str);
-    if let Some(found) = schema.filter(|s| s.starts_with("pinbench.")) {
-        if found != report::SCHEMA {
-            return Err(ViewerError::WrongSchema {
-                found: found.into(),
-            });
-        }
-    } else if doc.get("body").is_some() && doc.get("schema").is_some() {
-        return Err(ViewerError::WrongSchema {
-            found: doc["schema"].to_string(),
-        });
-    } else {
-        return Ok(Opened::Imported(import::import(title, &doc)?));
-    }
-    let o = report::open_value(doc).map_err(|e| match e {
-        ReportError::WrongSchema { found } => ViewerError::WrongSchema { found },
-        other => ViewerError::Schema(strip(other)),
-    })?;
-    let sig = SigState::of(&o.verification, trusted);
-    let mismatches = report::recompute(&o.report).map_err(|e| e.to_string());
-    let card = card::check(&o.report);
-    Ok(Opened::Report(Box::new(OpenedReport {
-        report: o.report,
-        verification: o.verification,
-        sig,
-        mismatches,
-        card,
-    })))
+    open_timed(title, text, trusted, &mut || 0).0
+}
+
+/// Time spent in each stage of opening, µs, by the caller's clock.
+pub type Timings = Vec<(&'static str, u64)>;
+
+/// [`open`], timing each stage with `clock` (µs; the core has no clock of its own).
+pub fn open_timed(
+    title: &str,
+    text: &str,
+    trusted: &TrustedKeys,
+    clock: &mut dyn FnMut() -> u64,
+) -> (Result<Opened, ViewerError>, Timings) {
+    let mut timings = Vec::new();
+    let mut last = clock();
+    let mut lap = |name: &'static str, timings: &mut Timings| {
+        let now = clock();
+        timings.push((name, now.saturating_sub(last)));
+        last = now;
+    };
+    let result = (|| {
+        check_size(text.len() as u64)?;
+        let map_report_err = |e: ReportError| match e {
+            ReportError::WrongSchema { found } => ViewerError::WrongSchema { found },
+            other => ViewerError::Schema(strip(other)),
+        };
+        // Fast path: canonical form straight from the text, typed parse from the text.
+        let fast = jcs::canonicalize(text, &["signature"]).ok();
+        lap("canonicalise", &mut timings);
+        let o = match fast {
+            Some(c) if report::schema_of(&c).is_some_and(|s| s.starts_with("pinbench.")) => {
+                report::open_canonical(text, c, &mut |name| lap(name, &mut timings))
+                    .map_err(map_report_err)?
+            }
+            _ => {
+                let doc = report::parse_json(text).map_err(|e| ViewerError::Json(strip(e)))?;
+                lap("parse", &mut timings);
+                let schema = doc.get("schema").and_then(Value::as_str);
+                if let Some(found) = schema.filter(|s| s.starts_with("pinbench.")) {
+                    if found != report::SCHEMA {
+                        return Err(ViewerError::WrongSchema {
+                            found: found.into(),
+                        });
+                    }
+                } else if doc.get("body").is_some() && doc.get("schema").is_some() {
+                    return Err(ViewerError::WrongSchema {
+                        found: doc["schema"].to_string(),
+                    });
+                } else {
+                    let s = import::import(title, &doc)?;
+                    lap("import", &mut timings);
+                    return Ok(Opened::Imported(s));
+                }
+                let o = report::open_value(doc).map_err(map_report_err)?;
+                lap("verify + schema", &mut timings);
+                o
+            }
+        };
+        let sig = SigState::of(&o.verification, trusted);
+        let mismatches = report::recompute(&o.report).map_err(|e| e.to_string());
+        lap("recompute", &mut timings);
+        let card = card::check(&o.report);
+        lap("card", &mut timings);
+        Ok(Opened::Report(Box::new(OpenedReport {
+            report: o.report,
+            verification: o.verification,
+            sig,
+            mismatches,
+            card,
+        })))
+    })();
+    (result, timings)
 }
 
 fn strip(e: ReportError) -> String {

@@ -1,9 +1,13 @@
-//! Leptos views: thin, over core types. The shell holds the title and the navigation;
-//! the Run, Reports and Compare screens come in later issues.
+//! Leptos views: thin, over core types. The shell holds the title and the navigation
+//! between the Run, Reports and Compare screens; `?view=card` and `#card=` render only the
+//! embeddable card.
 
 use leptos::prelude::*;
 
+pub mod card;
+pub mod compare;
 pub mod run;
+pub mod viewer;
 
 /// The app's top-level sections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,10 +52,30 @@ impl Section {
     }
 }
 
-/// The application shell.
+/// The application: the card alone on a card route, else the shell.
 #[component]
 pub fn App() -> impl IntoView {
-    let (section, set_section) = signal(Section::Run);
+    if card::is_card_route() {
+        return view! { <card::CardPage /> }.into_any();
+    }
+    view! { <Shell /> }.into_any()
+}
+
+/// The shell: title, navigation and the three screens.
+#[component]
+fn Shell() -> impl IntoView {
+    let lib = viewer::Library::new();
+    provide_context(lib);
+    let src = crate::web::files::query_param("src");
+    let (section, set_section) = signal(if src.is_some() {
+        Section::Reports
+    } else {
+        Section::Run
+    });
+    let (src_error, set_src_error) = signal(String::new());
+    if let Some(url) = src {
+        viewer::open_url(lib, url, set_src_error);
+    }
     view! {
         <header class="shell__header">
             <h1 class="shell__title" data-testid="app-title">"pinbench"</h1>
@@ -80,6 +104,13 @@ pub fn App() -> impl IntoView {
             <p>{move || section.get().blurb()}</p>
             <Show when=move || section.get() == Section::Run>
                 <run::RunPage />
+            </Show>
+            <p role="alert" data-testid="src-error">{move || src_error.get()}</p>
+            <div hidden=move || section.get() != Section::Reports>
+                <viewer::ReportsPage />
+            </div>
+            <Show when=move || section.get() == Section::Compare>
+                <compare::ComparePage />
             </Show>
         </main>
     }

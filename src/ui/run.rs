@@ -65,6 +65,13 @@ fn provenance_label(p: &Provenance) -> String {
     }
 }
 
+/// The signing key in browser storage, if one was created (never creates one).
+pub fn existing_signing_key() -> Option<KeyPair> {
+    web::storage()
+        .and_then(|s| s.get_item(KEY_STORAGE).ok().flatten())
+        .and_then(|t| KeyPair::from_secret_base64(&t).ok())
+}
+
 /// The signing key from browser storage, created on first use.
 pub fn signing_key() -> KeyPair {
     let stored = web::storage().and_then(|s| s.get_item(KEY_STORAGE).ok().flatten());

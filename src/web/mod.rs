@@ -2,6 +2,7 @@
 //! random bytes and downloads. Everything here is thin; decisions live in `core`.
 
 pub mod fetch;
+pub mod files;
 pub mod runner;
 
 use wasm_bindgen::JsCast;

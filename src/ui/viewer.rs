@@ -1,0 +1,616 @@
+//! The Reports screen: open a file (picker, drop, paste, URL), see whether to believe it,
+//! and read every number with its pins; trusted keys; CSV, embed snippet, card link and
+//! card SVG. Thin: everything it shows comes from `core::viewer`, `view`, `chart`, `card`.
+
+use std::sync::Arc;
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use wasm_bindgen::JsCast;
+
+use crate::core::card::{self, Card, CardCheck, Theme};
+use crate::core::chart;
+use crate::core::compare::Subject;
+use crate::core::report::Verification;
+use crate::core::view::{self, PinStatus};
+use crate::core::viewer::{self, Opened, OpenedReport, SigState, TrustedKeys};
+use crate::web::{self, files};
+
+const TRUSTED_STORAGE: &str = "pinbench.trusted-keys";
+
+/// One opened file.
+#[derive(Clone)]
+pub struct Entry {
+    /// Display name.
+    pub title: String,
+    /// Where it came from, when it has a URL (for the hosted embed form).
+    pub url: Option<String>,
+    /// What was opened.
+    pub opened: Arc<Opened>,
+    /// How long opening took, by stage (µs).
+    pub timings: viewer::Timings,
+}
+
+impl Entry {
+    /// As a comparison subject.
+    pub fn subject(&self) -> Subject {
+        match &*self.opened {
+            Opened::Report(r) => Subject::from_report(&self.title, &r.report),
+            Opened::Imported(s) => s.clone(),
+        }
+    }
+}
+
+/// Files opened in this tab, shared by the Reports and Compare screens.
+#[derive(Clone, Copy)]
+pub struct Library {
+    /// Opened entries.
+    pub entries: RwSignal<Vec<Entry>>,
+    /// The one shown on the Reports screen.
+    pub selected: RwSignal<usize>,
+    /// The user's trusted keys.
+    pub trusted: RwSignal<TrustedKeys>,
+}
+
+/// Trusted keys from storage, plus this browser's own signing key when it has one.
+pub fn load_trusted() -> TrustedKeys {
+    let mut t = web::storage()
+        .and_then(|s| s.get_item(TRUSTED_STORAGE).ok().flatten())
+        .map(|s| TrustedKeys::from_json(&s))
+        .unwrap_or_default();
+    if let Some(own) = super::run::existing_signing_key() {
+        if t.name_of(&own.key_id()).is_none() {
+            let _ = t.add("this browser's key", &own.public_key_base64());
+        }
+    }
+    t
+}
+
+fn save_trusted(t: &TrustedKeys) {
+    if let Some(s) = web::storage() {
+        let _ = s.set_item(TRUSTED_STORAGE, &t.to_json());
+    }
+}
+
+impl Library {
+    /// A new library with the stored trusted keys.
+    pub fn new() -> Self {
+        Self {
+            entries: RwSignal::new(Vec::new()),
+            selected: RwSignal::new(0),
+            trusted: RwSignal::new(load_trusted()),
+        }
+    }
+
+    /// Opens text as a new entry and selects it.
+    pub fn open_text(&self, title: String, url: Option<String>, text: &str) -> Result<(), String> {
+        let (opened, timings) = self
+            .trusted
+            .with_untracked(|t| viewer::open_timed(&title, text, t, &mut web::now_us));
+        let opened = opened.map_err(|e| format!("{title}: {e}"))?;
+        let entry = Entry {
+            title,
+            url,
+            opened: Arc::new(opened),
+            timings,
+        };
+        self.entries.update(|v| v.push(entry));
+        self.selected
+            .set(self.entries.with_untracked(|v| v.len().saturating_sub(1)));
+        Ok(())
+    }
+
+    /// Re-judges signatures after the trusted list changed.
+    fn retrust(&self) {
+        let t = self.trusted.get_untracked();
+        self.entries.update(|v| {
+            for e in v.iter_mut() {
+                if let Opened::Report(r) = &*e.opened {
+                    let mut r: OpenedReport = (**r).clone();
+                    r.sig = SigState::of(&r.verification, &t);
+                    e.opened = Arc::new(Opened::Report(Box::new(r)));
+                }
+            }
+        });
+    }
+}
+
+impl Default for Library {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Fetches `url` and opens it (for `?src=`).
+pub fn open_url(lib: Library, url: String, error: WriteSignal<String>) {
+    spawn_local(async move {
+        match files::fetch_text(&url).await {
+            Ok(text) => {
+                let title = url.rsplit('/').next().unwrap_or(&url).to_owned();
+                match lib.open_text(title, Some(url.clone()), &text) {
+                    Ok(()) => error.set(String::new()),
+                    Err(e) => error.set(e),
+                }
+            }
+            Err(e) => error.set(e),
+        }
+    });
+}
+
+/// The Reports screen.
+#[component]
+pub fn ReportsPage() -> impl IntoView {
+    let lib = expect_context::<Library>();
+    let (error, set_error) = signal(String::new());
+    let (paste, set_paste) = signal(String::new());
+    let (url, set_url) = signal(String::new());
+    let (dragging, set_dragging) = signal(false);
+    let open_files = move |list: Option<web_sys::FileList>| {
+        let Some(list) = list else { return };
+        for i in 0..list.length() {
+            if let Some(f) = list.item(i) {
+                spawn_local(async move {
+                    match files::read_file(&f).await {
+                        Ok(text) => match lib.open_text(f.name(), None, &text) {
+                            Ok(()) => set_error.set(String::new()),
+                            Err(e) => set_error.set(e),
+                        },
+                        Err(e) => set_error.set(format!("{}: {e}", f.name())),
+                    }
+                });
+            }
+        }
+    };
+    let on_pick = move |ev: leptos::ev::Event| {
+        let input: Option<web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());
+        if let Some(i) = input {
+            open_files(i.files());
+            i.set_value("");
+        }
+    };
+    let on_drop = move |ev: leptos::ev::DragEvent| {
+        ev.prevent_default();
+        set_dragging.set(false);
+        open_files(ev.data_transfer().and_then(|d| d.files()));
+    };
+    let on_paste = move |_| {
+        let text = paste.get_untracked();
+        match lib.open_text("pasted report".into(), None, &text) {
+            Ok(()) => {
+                set_error.set(String::new());
+                set_paste.set(String::new());
+            }
+            Err(e) => set_error.set(e),
+        }
+    };
+    let on_url = move |_| open_url(lib, url.get_untracked(), set_error);
+    view! {
+        <section class="viewer" aria-label="Open a report">
+            <div
+                class="viewer__drop"
+                class:viewer__drop--active=move || dragging.get()
+                data-testid="drop-zone"
+                on:dragover=move |ev: leptos::ev::DragEvent| { ev.prevent_default(); set_dragging.set(true); }
+                on:dragleave=move |_| set_dragging.set(false)
+                on:drop=on_drop
+            >
+                <label>
+                    "Open report or result files (pinbench, vLLM bench, AIPerf, guidellm): "
+                    <input type="file" accept=".json,application/json" multiple data-testid="open-file" aria-label="Report file" on:change=on_pick />
+                </label>
+                <span>" or drop them here."</span>
+            </div>
+            <div class="viewer__row">
+                <label>"Paste JSON "
+                    <textarea data-testid="paste-input" aria-label="Report JSON" rows="2" prop:value=move || paste.get() on:input=move |ev| set_paste.set(event_target_value(&ev))></textarea>
+                </label>
+                <button data-testid="open-paste" on:click=on_paste>"Open pasted"</button>
+            </div>
+            <div class="viewer__row">
+                <label>"URL "
+                    <input type="url" data-testid="url-input" aria-label="Report URL" placeholder="https://…/report.json" prop:value=move || url.get() on:input=move |ev| set_url.set(event_target_value(&ev)) />
+                </label>
+                <button data-testid="open-url" on:click=on_url>"Open URL"</button>
+            </div>
+            <p class="viewer__error" role="alert" data-testid="open-error">{move || error.get()}</p>
+            <TrustedKeysPanel />
+            <EntryList />
+            {move || {
+                let entries = lib.entries.get();
+                let i = lib.selected.get();
+                entries.get(i).cloned().map(|e| entry_view(e, lib))
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn EntryList() -> impl IntoView {
+    let lib = expect_context::<Library>();
+    view! {
+        <ul class="viewer__entries" data-testid="entries" aria-label="Opened files">
+            {move || lib.entries.get().into_iter().enumerate().map(|(i, e)| {
+                let kind = match &*e.opened {
+                    Opened::Report(r) => format!("pinbench report · {}", r.sig.id()),
+                    Opened::Imported(s) => s.tool.clone(),
+                };
+                view! {
+                    <li>
+                        <button
+                            data-testid=format!("entry-{i}")
+                            aria-current=move || (lib.selected.get() == i).then_some("true")
+                            on:click=move |_| lib.selected.set(i)
+                        >{format!("{} ({kind})", e.title)}</button>
+                    </li>
+                }
+            }).collect_view()}
+        </ul>
+    }
+}
+
+#[component]
+fn TrustedKeysPanel() -> impl IntoView {
+    let lib = expect_context::<Library>();
+    let (name, set_name) = signal(String::new());
+    let (key, set_key) = signal(String::new());
+    let (err, set_err) = signal(String::new());
+    let add = move |_| {
+        let mut t = lib.trusted.get_untracked();
+        match t.add(&name.get_untracked(), &key.get_untracked()) {
+            Ok(_) => {
+                save_trusted(&t);
+                lib.trusted.set(t);
+                lib.retrust();
+                set_err.set(String::new());
+                set_key.set(String::new());
+                set_name.set(String::new());
+            }
+            Err(e) => set_err.set(e),
+        }
+    };
+    view! {
+        <details class="viewer__trust" data-testid="trusted-keys">
+            <summary>"Trusted keys"</summary>
+            <ul>
+                {move || lib.trusted.get().keys.into_iter().map(|k| {
+                    let id = k.key_id.clone();
+                    view! {
+                        <li data-testid="trusted-key">
+                            {format!("{} — {}", k.name, k.key_id)}
+                            " "
+                            <button aria-label=format!("Forget {}", k.name) on:click=move |_| {
+                                let mut t = lib.trusted.get_untracked();
+                                t.remove(&id);
+                                save_trusted(&t);
+                                lib.trusted.set(t);
+                                lib.retrust();
+                            }>"forget"</button>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+            <label>"Name " <input data-testid="trust-name-input" aria-label="Key name" prop:value=move || name.get() on:input=move |ev| set_name.set(event_target_value(&ev)) /></label>
+            <label>" Public key (base64) " <input data-testid="trust-key-input" aria-label="Public key" prop:value=move || key.get() on:input=move |ev| set_key.set(event_target_value(&ev)) /></label>
+            <button data-testid="trust-add" on:click=add>"Trust"</button>
+            <p role="alert" data-testid="trust-error">{move || err.get()}</p>
+        </details>
+    }
+}
+
+fn entry_view(e: Entry, lib: Library) -> AnyView {
+    match &*e.opened {
+        Opened::Report(r) => report_view(&e, r, lib).into_any(),
+        Opened::Imported(s) => import_view(s).into_any(),
+    }
+}
+
+fn pin_table(rows: Vec<view::PinRow>) -> impl IntoView {
+    view! {
+        <table class="pins" data-testid="pins-table">
+            <caption>"Pins"</caption>
+            <thead><tr><th scope="col">"pin"</th><th scope="col">"value"</th><th scope="col">"status"</th><th scope="col">"source"</th></tr></thead>
+            <tbody>
+                {rows.into_iter().map(|p| view! {
+                    <tr data-testid=format!("pin-row-{}", p.key) class:pins--open=p.status != PinStatus::Pinned>
+                        <th scope="row">{p.label}</th>
+                        <td>{p.value}</td>
+                        <td>{p.status.label()}</td>
+                        <td>{p.provenance}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+fn import_view(s: &Subject) -> impl IntoView {
+    let open: Vec<String> = s.open_pins().iter().map(|p| p.label.to_owned()).collect();
+    let numbers = s.numbers.clone();
+    view! {
+        <article class="report" data-testid="import-view" aria-label="Imported result">
+            <h3>{format!("{} — imported from {}", s.title, s.tool)}</h3>
+            <p class="report__warn" data-testid="open-pins">
+                {format!("Leaves unpinned or undisclosed: {}. Its numbers cannot be compared with a pinned run until these are known.", open.join(", "))}
+            </p>
+            {pin_table(s.pins.clone())}
+            <table data-testid="import-numbers">
+                <caption>"Numbers as the tool reported them"</caption>
+                <tbody>
+                    {numbers.into_iter().map(|n| view! {
+                        <tr><th scope="row">{n.label}</th><td>{format!("{:.2}", n.value)}</td><td>{n.window}</td></tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </article>
+    }
+}
+
+fn sig_class(s: &SigState) -> &'static str {
+    match s {
+        SigState::Trusted { .. } => "sig sig--valid",
+        SigState::UnknownKey { .. } => "sig sig--unknown",
+        SigState::InvalidModified { .. } => "sig sig--invalid",
+        SigState::Unsigned => "sig sig--unsigned",
+    }
+}
+
+fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
+    let t_render = web::now_us();
+    let r = &o.report;
+    let b = &r.body;
+    let sig = o.sig.clone();
+    let unknown_pk = match &sig {
+        SigState::UnknownKey { public_key, .. } => Some(public_key.clone()),
+        _ => None,
+    };
+    let (trust_name, set_trust_name) = signal(String::new());
+    let trust_this = move |_| {
+        if let Some(pk) = unknown_pk.clone() {
+            let mut t = lib.trusted.get_untracked();
+            if t.add(&trust_name.get_untracked(), &pk).is_ok() {
+                save_trusted(&t);
+                lib.trusted.set(t);
+                lib.retrust();
+            }
+        }
+    };
+    let recompute = match &o.mismatches {
+        Ok(m) if m.is_empty() => (
+            "match".to_owned(),
+            format!(
+                "Every summary figure recomputed from the {} request records: all match.",
+                b.records.len()
+            ),
+            vec![],
+        ),
+        Ok(m) => (
+            "mismatch".to_owned(),
+            format!(
+                "{} figures do not match their records — the file carries numbers its data does not support:",
+                m.len()
+            ),
+            m.iter()
+                .take(50)
+                .map(|x| format!("{}: stored {} · recomputed {}", x.path, x.stored, x.recomputed))
+                .collect(),
+        ),
+        Err(err) => ("error".into(), format!("Could not recompute: {err}"), vec![]),
+    };
+    let card_text = match &o.card {
+        CardCheck::Matches => "Embeddable card: signed, and matches this report.".to_owned(),
+        CardCheck::Absent => {
+            "This report carries no signed card; the link-only card form is unavailable.".to_owned()
+        }
+        CardCheck::Mismatch(m) => format!("Embeddable card does not match: {m}"),
+    };
+    let verdict = if b.client.invalid {
+        "INVALID: the client limited this run"
+    } else {
+        "valid: the client did not limit this run"
+    };
+    let steps = b
+        .summary
+        .steps
+        .iter()
+        .map(|s| {
+            let charts: Vec<(String, String)> = chart::report_charts(r, s.step)
+                .into_iter()
+                .filter(|c| c.id != "sweep")
+                .map(|c| (c.id.clone(), chart::render_svg(&c)))
+                .collect();
+            let figures = view::headline(s);
+            view! {
+                <section class="step" data-testid=format!("step-{}", s.step) aria-label=format!("Step {}", s.step)>
+                    <h4>{format!("Step {}: {}", s.step, s.load)}</h4>
+                    <dl class="headline" data-testid="headline">
+                        {figures.into_iter().map(|f| view! {
+                            <div class="headline__fig" data-testid=format!("figure-{}", f.key)>
+                                <dt>{f.label}</dt>
+                                <dd><strong>{f.value}</strong>" "<span class="headline__window">{format!("({})", f.window)}</span></dd>
+                            </div>
+                        }).collect_view()}
+                    </dl>
+                    <p data-testid="errors">{format!("Errors by kind: {}", if s.errors_by_kind.is_empty() { "none".to_owned() } else { s.errors_by_kind.iter().map(|(k, v)| format!("{k} ×{v}")).collect::<Vec<_>>().join(", ") })}</p>
+                    <div class="charts">
+                        {charts.into_iter().map(|(id, svg)| view! {
+                            <figure class="chart-box" data-testid=format!("figure-chart-{id}") inner_html=svg></figure>
+                        }).collect_view()}
+                    </div>
+                </section>
+            }
+        })
+        .collect_view();
+    let sweep = (b.summary.steps.len() > 1).then(|| {
+        let svg = chart::render_svg(&chart::sweep_chart(r));
+        view! { <figure class="chart-box" data-testid="figure-chart-sweep" inner_html=svg></figure> }
+    });
+    let translator = view::translator(r, 0);
+    let records: Vec<_> = b.records.iter().take(50).cloned().collect();
+    let total = b.records.len();
+    let pins_line = super::run::pins_line(&b.config);
+    // Embed: the hosted form when the report has a URL, else the link-only form.
+    let base = files::page_base();
+    let card_fragment = r.card.as_ref().and_then(|c| c.to_fragment().ok());
+    let card_link = card_fragment.as_ref().map(|f| format!("{base}#{f}"));
+    let hosted = e
+        .url
+        .as_ref()
+        .map(|u| format!("{base}?view=card&src={}", files::encode_component(u)));
+    let (theme, set_theme) = signal("light".to_owned());
+    let embed_src = {
+        let hosted = hosted.clone();
+        let card_link = card_link.clone();
+        move || {
+            let t = theme.get();
+            match (&hosted, &card_link) {
+                (Some(h), _) => Some(format!("{h}&theme={t}")),
+                (None, Some(l)) => Some(format!("{l}&theme={t}")),
+                _ => None,
+            }
+        }
+    };
+    let snippet = Memo::new(move |_| {
+        embed_src().map(|src| {
+            format!(
+                "<iframe src=\"{}\" width=\"600\" height=\"200\" style=\"border:0\" title=\"pinbench result card\" loading=\"lazy\"></iframe>",
+                chart::escape(&src)
+            )
+        })
+    });
+    let (copy_msg, set_copy_msg) = signal(String::new());
+    let copy_snippet = move |_| {
+        if let Some(s) = snippet.get_untracked() {
+            spawn_local(async move {
+                match files::copy(&s).await {
+                    Ok(()) => set_copy_msg.set("Embed snippet copied.".into()),
+                    Err(err) => set_copy_msg.set(err),
+                }
+            });
+        }
+    };
+    let opened_for_csv = e.opened.clone();
+    let csv = move |_| {
+        let Opened::Report(o) = &*opened_for_csv else {
+            return;
+        };
+        let text = view::records_csv(&o.report);
+        if let Err(err) = web::download("pinbench-records.csv", "text/csv", &text) {
+            set_copy_msg.set(err);
+        }
+    };
+    let card_for_svg = r.card.clone().or_else(|| Card::of(r).ok());
+    let verification = o.verification.clone();
+    let trusted_name = match &sig {
+        SigState::Trusted { name, .. } => Some(name.clone()),
+        _ => None,
+    };
+    let link_for_svg = card_link.clone().or(hosted.clone()).unwrap_or_default();
+    let export_svg = move |_| {
+        if let Some(c) = &card_for_svg {
+            let t = if theme.get_untracked() == "dark" {
+                Theme::Dark
+            } else {
+                Theme::Light
+            };
+            let status = card::status_text(&verification, trusted_name.as_deref());
+            let svg = card::card_svg(c, &status, t, &link_for_svg);
+            if let Err(err) = web::download("pinbench-card.svg", "image/svg+xml", &svg) {
+                set_copy_msg.set(err);
+            }
+        }
+    };
+    let sig_is_unknown = matches!(sig, SigState::UnknownKey { .. });
+    let timing = format!(
+        "Opened in {:.0} ms ({}); charts and tables built in {:.0} ms.",
+        e.timings.iter().map(|(_, us)| *us).sum::<u64>() as f64 / 1000.0,
+        e.timings
+            .iter()
+            .map(|(k, us)| format!("{k} {:.0} ms", *us as f64 / 1000.0))
+            .collect::<Vec<_>>()
+            .join(", "),
+        web::now_us().saturating_sub(t_render) as f64 / 1000.0
+    );
+    view! {
+        <article class="report" data-testid="report-view" aria-label="Report">
+            <h3>{format!("{} — {} {}, {}", e.title, b.tool.name, b.tool.version, b.created)}</h3>
+            <p class=sig_class(&sig) data-testid="sig-state" data-state=sig.id() role="status">{sig.text()}</p>
+            <Show when=move || sig_is_unknown>
+                <p>
+                    <label>"Name this key to trust it: " <input data-testid="trust-this-name" aria-label="Name for this key" on:input=move |ev| set_trust_name.set(event_target_value(&ev)) /></label>
+                    <button data-testid="trust-this-key" on:click=trust_this.clone()>"Trust this key"</button>
+                </p>
+            </Show>
+            <p data-testid="recompute-state" data-state=recompute.0>{recompute.1}</p>
+            <p class="report__timing" data-testid="open-timing">{timing}</p>
+            <ul data-testid="mismatches">{recompute.2.into_iter().map(|m| view! { <li>{m}</li> }).collect_view()}</ul>
+            <p data-testid="card-state">{card_text}</p>
+            <p data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
+            <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
+            <p class="results__pins" data-testid="report-pins-line">{pins_line}</p>
+            {pin_table(view::pin_rows(&b.config))}
+            {steps}
+            {sweep}
+            <table class="translator" data-testid="translator">
+                <caption>"The same run under other tools' definitions (step 0)"</caption>
+                <thead><tr><th scope="col">"concept"</th><th scope="col">"pinbench"</th><th scope="col">"vLLM bench serve"</th><th scope="col">"AIPerf"</th><th scope="col">"guidellm"</th><th scope="col">"llmperf"</th></tr></thead>
+                <tbody>
+                    {translator.into_iter().map(|row| view! {
+                        <tr>
+                            <th scope="row">{format!("{} ({})", row.concept, row.unit)}</th>
+                            {row.cells.into_iter().map(|c| view! {
+                                <td title=c.definition>
+                                    <code>{c.name}</code>" "
+                                    <strong>{c.value.map(|v| format!("{v:.2}")).unwrap_or_else(|| "—".into())}</strong>
+                                    <br/><small>{c.definition}</small>
+                                </td>
+                            }).collect_view()}
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <table data-testid="records-table">
+                <caption>{format!("Requests (first {} of {total}; the CSV has all)", total.min(50))}</caption>
+                <thead><tr><th>"#"</th><th>"step"</th><th>"outcome"</th><th>"protocol"</th><th>"prompt"</th><th>"output"</th><th>"TTFT"</th><th>"E2E"</th></tr></thead>
+                <tbody>
+                    {records.into_iter().map(|rec| {
+                        let m = crate::core::metrics::request_metrics(&rec);
+                        view! {
+                            <tr>
+                                <td>{rec.index}</td><td>{rec.step}</td><td>{rec.outcome.kind()}</td>
+                                <td>{rec.protocol.clone().unwrap_or_default()}</td>
+                                <td>{rec.usage.map(|u| u.prompt_tokens.to_string()).unwrap_or_default()}</td>
+                                <td>{rec.output_tokens()}</td>
+                                <td>{m.ttft_us.map(view::fmt_ms).unwrap_or_default()}</td>
+                                <td>{m.e2e_us.map(view::fmt_ms).unwrap_or_default()}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <section class="share" aria-label="Share">
+                <button data-testid="download-csv" on:click=csv>"Download records as CSV"</button>
+                <label>" Card theme "
+                    <select data-testid="embed-theme" aria-label="Card theme" on:change=move |ev| set_theme.set(event_target_value(&ev))>
+                        <option value="light">"light"</option>
+                        <option value="dark">"dark"</option>
+                    </select>
+                </label>
+                <button data-testid="copy-embed" on:click=copy_snippet disabled=move || snippet.get().is_none()>"Copy embed snippet"</button>
+                <button data-testid="export-card-svg" on:click=export_svg>"Export card as SVG"</button>
+                {card_link.map(|l| view! { <a data-testid="card-link" href=l target="_blank" rel="noopener">"Card link (no hosting needed)"</a> })}
+                <pre data-testid="embed-snippet">{move || snippet.get().unwrap_or_else(|| "No embed available: the report has no signed card and no URL.".into())}</pre>
+                <p role="status" data-testid="share-status">{move || copy_msg.get()}</p>
+            </section>
+        </article>
+    }
+}
+
+/// Signature status of a verification, as the card shows it.
+pub fn card_status(v: &Verification, trusted: &TrustedKeys) -> (String, &'static str) {
+    let name = match v {
+        Verification::Valid { key_id, .. } => trusted.name_of(key_id),
+        _ => None,
+    };
+    let id = SigState::of(v, trusted).id();
+    (card::status_text(v, name), id)
+}
