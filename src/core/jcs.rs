@@ -157,7 +157,9 @@ impl<'a> Parser<'a> {
         self.expect(b'{')?;
         let base = out.len();
         // (key, value range within out)
-        let mut members: Vec<(std::borrow::Cow<'_, str>, std::ops::Range<usize>)> = Vec::new();
+        // (key, key is ASCII, value range within out)
+        let mut members: Vec<(std::borrow::Cow<'_, str>, bool, std::ops::Range<usize>)> =
+            Vec::new();
         self.ws();
         if self.peek() == Some(b'}') {
             self.i += 1;
@@ -175,7 +177,8 @@ impl<'a> Parser<'a> {
                 if skip.contains(&k.as_ref()) {
                     out.truncate(start);
                 } else {
-                    members.push((k, start..out.len()));
+                    let ascii = k.is_ascii();
+                    members.push((k, ascii, start..out.len()));
                 }
                 self.ws();
                 match self.peek() {
@@ -189,7 +192,13 @@ impl<'a> Parser<'a> {
             }
         }
         self.depth -= 1;
-        members.sort_by(|a, b| utf16_cmp(&a.0, &b.0));
+        members.sort_unstable_by(|a, b| {
+            if a.1 && b.1 {
+                a.0.as_bytes().cmp(b.0.as_bytes())
+            } else {
+                utf16_cmp(&a.0, &b.0)
+            }
+        });
         if let Some(w) = members.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(JcsError::DuplicateKey(w[0].0.to_string()));
         }
@@ -198,7 +207,7 @@ impl<'a> Parser<'a> {
         values.extend_from_slice(&out[base..]);
         out.truncate(base);
         out.push(b'{');
-        for (n, (k, r)) in members.into_iter().enumerate() {
+        for (n, (k, _, r)) in members.into_iter().enumerate() {
             if n > 0 {
                 out.push(b',');
             }
@@ -238,17 +247,16 @@ impl<'a> Parser<'a> {
     /// the same bytes), else decoded and re-escaped.
     fn string_into(&mut self, out: &mut Vec<u8>) -> Result<(), JcsError> {
         let start = self.i + 1;
-        let mut j = start;
-        while let Some(&c) = self.b.get(j) {
-            if c == b'"' {
-                out.extend_from_slice(&self.b[self.i..=j]);
-                self.i = j + 1;
+        let rest = self.b.get(start..).unwrap_or(&[]);
+        if let Some(n) = rest
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        {
+            if rest[n] == b'"' {
+                out.extend_from_slice(&self.b[self.i..=start + n]);
+                self.i = start + n + 1;
                 return Ok(());
             }
-            if c == b'\\' || c < 0x20 {
-                break;
-            }
-            j += 1;
         }
         let s = self.string()?;
         write_str(out, &s);
