@@ -118,6 +118,9 @@ pub struct ReportBody {
     pub records: Vec<RequestRecord>,
     /// Every figure, computed from the records.
     pub summary: Summary,
+    /// What a reader must know that the figures do not say (e.g. the run was interrupted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl ReportBody {
@@ -142,7 +145,55 @@ impl ReportBody {
             client,
             records,
             summary,
+            notes: Vec::new(),
         })
+    }
+}
+
+/// What a tab keeps of a run in progress, so that closing it loses no completed request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// When the run started.
+    pub created: String,
+    /// The pins.
+    pub config: RunConfig,
+    /// The browser environment measured so far.
+    pub env: ClientEnv,
+    /// Requests planned in all, when known.
+    pub planned: Option<u32>,
+    /// Every completed request (the first ones, when storage could not hold them all).
+    pub records: Vec<RequestRecord>,
+    /// Completed requests left out because the browser's storage was full.
+    #[serde(default)]
+    pub dropped: u32,
+}
+
+impl Checkpoint {
+    /// A report body from the completed requests, with a note saying the run was cut short.
+    pub fn into_body(self) -> Result<ReportBody, ReportError> {
+        let n = self.records.len();
+        let dropped = if self.dropped > 0 {
+            format!(" ({} more completed requests did not fit in the browser's storage and are not included)", self.dropped)
+        } else {
+            String::new()
+        };
+        let planned = self
+            .planned
+            .map(|p| format!(" of {p} planned"))
+            .unwrap_or_default();
+        let mut body = ReportBody::build(
+            self.created,
+            self.config,
+            None,
+            Vec::new(),
+            self.env,
+            self.records,
+        )?;
+        body.notes.push(format!(
+            "Interrupted: the tab was closed during the run. This report holds the {n} requests completed by then{planned}; requests in flight were lost, and the later windows may be short or empty.{dropped}"
+        ));
+        Ok(body)
     }
 }
 

@@ -8,12 +8,14 @@ use leptos::task::spawn_local;
 
 use crate::core::metrics::{ClientEnv, Dist};
 use crate::core::pins::{self, FitInputs, Provenance, RawConfig, RawField, RunConfig};
-use crate::core::report::{Report, ReportBody};
+use crate::core::report::{Checkpoint, Report, ReportBody};
 use crate::core::sign::KeyPair;
 use crate::web::runner::{self, Progress, RunInputs};
 use crate::web::{self, fetch};
 
 const KEY_STORAGE: &str = "pinbench.signing-key";
+/// Where a run in progress keeps its completed requests when the tab is closed.
+const CHECKPOINT_STORAGE: &str = "pinbench.interrupted-run";
 /// Where the API key is kept, only when the user ticks "remember".
 const API_KEY_STORAGE: &str = "pinbench.api-key";
 
@@ -63,6 +65,30 @@ fn provenance_label(p: &Provenance) -> String {
         Provenance::Probed { url, field } => format!("probed: {url} {field}"),
         Provenance::Measured { what } => format!("measured: {what}"),
     }
+}
+
+/// Writes a checkpoint to storage; when it does not fit, keeps the first half of the
+/// records, then the first quarter, … and says how many were left out.
+fn save_checkpoint(mut cp: Checkpoint) {
+    let Some(store) = web::storage() else { return };
+    let total = cp.records.len();
+    loop {
+        cp.dropped = (total - cp.records.len()) as u32;
+        let Ok(text) = serde_json::to_string(&cp) else {
+            return;
+        };
+        if store.set_item(CHECKPOINT_STORAGE, &text).is_ok() || cp.records.is_empty() {
+            return;
+        }
+        let keep = cp.records.len() / 2;
+        cp.records.truncate(keep);
+    }
+}
+
+/// An interrupted run's checkpoint, if the last tab left one.
+fn stored_checkpoint() -> Option<Checkpoint> {
+    let text = web::storage()?.get_item(CHECKPOINT_STORAGE).ok()??;
+    serde_json::from_str(&text).ok()
 }
 
 /// The signing key in browser storage, if one was created (never creates one).
@@ -407,13 +433,51 @@ pub fn RunPage() -> impl IntoView {
                 .to_iso_string()
                 .as_string()
                 .unwrap_or_default();
+            let completed = Rc::new(std::cell::RefCell::new(Vec::new()));
             let inputs = Rc::new(RunInputs {
                 cfg: cfg.clone(),
                 api_key: Some(key).filter(|k| !k.is_empty()),
                 calibration,
                 extra_header: None,
+                completed: completed.clone(),
             });
             let env_res = web::timer_resolution_us();
+            let lag = Rc::new(std::cell::RefCell::new(runner::LagMonitor::start(20)));
+            // A closed tab keeps every completed request (written when the page is hidden
+            // or unloaded, never during the run's hot path).
+            let checkpoint = {
+                let (cfg, created, completed, lag) =
+                    (cfg.clone(), created.clone(), completed.clone(), lag.clone());
+                wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+                    let (p99, max) = lag
+                        .borrow()
+                        .as_ref()
+                        .map(|m| m.snapshot())
+                        .unwrap_or((0, 0));
+                    let env = ClientEnv {
+                        timer_resolution_us: env_res,
+                        cross_origin_isolated: web::cross_origin_isolated(),
+                        event_loop_lag_p99_us: p99,
+                        event_loop_lag_max_us: max,
+                    };
+                    save_checkpoint(Checkpoint {
+                        created: created.clone(),
+                        config: cfg.clone(),
+                        env,
+                        planned: None,
+                        records: completed.borrow().clone(),
+                        dropped: 0,
+                    });
+                })
+            };
+            let window = web_sys::window();
+            if let Some(w) = &window {
+                use wasm_bindgen::JsCast;
+                let _ = w.add_event_listener_with_callback(
+                    "pagehide",
+                    checkpoint.as_ref().unchecked_ref(),
+                );
+            }
             // Batch UI updates to one per animation frame, so rendering never competes with
             // timestamping chunks.
             let pending = Rc::new(std::cell::RefCell::new(None::<Progress>));
@@ -436,11 +500,23 @@ pub fn RunPage() -> impl IntoView {
                 }
             });
             let records = runner::run(inputs, controller, on_progress).await;
+            if let Some(w) = &window {
+                use wasm_bindgen::JsCast;
+                let _ = w.remove_event_listener_with_callback(
+                    "pagehide",
+                    checkpoint.as_ref().unchecked_ref(),
+                );
+            }
+            drop(checkpoint);
+            if let Some(s) = web::storage() {
+                let _ = s.remove_item(CHECKPOINT_STORAGE);
+            }
+            let (lag_p99, lag_max) = lag.borrow_mut().take().map(|m| m.stop()).unwrap_or((0, 0));
             let env = ClientEnv {
                 timer_resolution_us: env_res,
                 cross_origin_isolated: web::cross_origin_isolated(),
-                event_loop_lag_p99_us: 0,
-                event_loop_lag_max_us: 0,
+                event_loop_lag_p99_us: lag_p99,
+                event_loop_lag_max_us: lag_max,
             };
             match ReportBody::build(created, cfg, None, Vec::new(), env, records) {
                 Ok(body) => {
@@ -454,6 +530,33 @@ pub fn RunPage() -> impl IntoView {
             }
             running.set(false);
         });
+    };
+    let interrupted = RwSignal::new_local(stored_checkpoint());
+    let on_interrupted_discard = move |()| {
+        if let Some(s) = web::storage() {
+            let _ = s.remove_item(CHECKPOINT_STORAGE);
+        }
+        interrupted.set(None);
+    };
+    let on_interrupted_report = move |()| {
+        let Some(cp) = interrupted.get_untracked() else {
+            return;
+        };
+        match cp.into_body() {
+            Ok(body) => {
+                let mut r = Report::new(body);
+                match r.sign(&signing_key()) {
+                    Ok(()) => {
+                        report.set(Some(r));
+                        on_interrupted_discard(());
+                    }
+                    Err(e) => run_error.set(format!("Could not sign the report: {e}")),
+                }
+            }
+            Err(e) => run_error.set(format!(
+                "Could not build a report from the interrupted run: {e}"
+            )),
+        }
     };
     let on_stop = move |_| {
         if let Some(c) = abort.get_value() {
@@ -511,6 +614,19 @@ pub fn RunPage() -> impl IntoView {
 
     view! {
         <section class="run" aria-label="Run a benchmark">
+            {move || interrupted.get().map(|cp| {
+                let n = cp.records.len();
+                let created = cp.created.clone();
+                let model = cp.config.model.id.value.clone();
+                view! {
+                    <div class="run__interrupted" role="alert" data-testid="interrupted-run">
+                        {format!("A run was interrupted when its tab closed ({model}, started {created}): {n} completed requests were kept. ")}
+                        <button data-testid="interrupted-report" on:click=move |_| on_interrupted_report(())>"Build a signed report from them"</button>
+                        " "
+                        <button data-testid="interrupted-discard" on:click=move |_| on_interrupted_discard(())>"Discard"</button>
+                    </div>
+                }
+            })}
             <div class="run__presets" role="group" aria-label="Workload presets">
                 {PRESETS
                     .iter()
@@ -570,12 +686,37 @@ pub fn RunPage() -> impl IntoView {
                 <button data-testid="key-import-button" on:click=on_key_import>"Import"</button>
                 <span data-testid="key-message" role="status">{move || key_msg.get()}</span>
             </div>
-            <div class="run__live" data-testid="live" aria-live="polite">
+            <div class="run__live" aria-label="Live progress">
+                {move || {
+                    let p = progress.get();
+                    let planned_ms = pinned.with(|c| c.as_ref().ok().and_then(|c| {
+                        let w = c.window.value;
+                        let ms = |s: pins::Span| match s { pins::Span::Duration { ms } => Some(ms), pins::Span::Requests { .. } => None };
+                        Some((ms(w.warmup)? + ms(w.measured)? + ms(w.cooldown)?) * c.load.value.steps.len() as u64)
+                    }));
+                    let elapsed_ms = web::now_us().saturating_sub(p.started_us) / 1000;
+                    view! {
+                        <label>"Requests "
+                            <progress data-testid="progress-requests" max=p.planned.unwrap_or(0).max(1).to_string() value=p.completed.to_string()></progress>
+                        </label>
+                        {planned_ms.map(|t| view! {
+                            <label>" Time "
+                                <progress data-testid="progress-time" max=t.max(1).to_string() value=elapsed_ms.min(t).to_string()></progress>
+                            </label>
+                        })}
+                    }
+                }}
+                <p data-testid="live">
                 {move || {
                     let p = progress.get();
                     let elapsed = (web::now_us().saturating_sub(p.started_us)) as f64 / 1e6;
+                    let per_stream = if p.decode.1 > 0 {
+                        format!("{:.1}", p.decode.0 as f64 / f64::from(p.decode.1) / 1000.0)
+                    } else {
+                        "—".into()
+                    };
                     format!(
-                        "step {}/{} · dispatched {}{} · completed {} · in flight {} of target {} · {} tokens ({:.0} tok/s aggregate so far) · errors: {}",
+                        "step {}/{} · dispatched {}{} · completed {} · in flight {} of target {} · {} tokens · aggregate {:.0} tok/s (all streams, since start) · per-stream decode {} tok/s (mean of completed requests) · errors: {}",
                         p.step.0 + 1,
                         p.step.1.max(1),
                         p.dispatched,
@@ -585,9 +726,11 @@ pub fn RunPage() -> impl IntoView {
                         p.in_flight.1,
                         p.tokens,
                         if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 },
+                        per_stream,
                         if p.errors.is_empty() { "none".to_owned() } else { p.errors.iter().map(|(k, n)| format!("{k}×{n}")).collect::<Vec<_>>().join(", ") },
                     )
                 }}
+                </p>
             </div>
             <p class="run__error" data-testid="run-error" role="alert">{move || run_error.get()}</p>
             {move || report.get().map(|r| results_view(&r, on_download))}
@@ -628,6 +771,7 @@ fn results_view(
     view! {
         <section class="results" data-testid="results" aria-label="Results">
             <p class="results__pins" data-testid="results-pins">{pins}</p>
+            <ul data-testid="report-notes">{b.notes.iter().map(|n| view! { <li><strong>{n.clone()}</strong></li> }).collect_view()}</ul>
             <p data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
             <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
             <table>

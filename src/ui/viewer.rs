@@ -544,6 +544,7 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
             <p class="report__timing" data-testid="open-timing">{timing}</p>
             <ul data-testid="mismatches">{recompute.2.into_iter().map(|m| view! { <li>{m}</li> }).collect_view()}</ul>
             <p data-testid="card-state">{card_text}</p>
+            <ul data-testid="report-notes">{b.notes.iter().map(|n| view! { <li><strong>{n.clone()}</strong></li> }).collect_view()}</ul>
             <p data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
             <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
             <p class="results__pins" data-testid="report-pins-line">{pins_line}</p>

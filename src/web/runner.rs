@@ -36,6 +36,8 @@ pub struct Progress {
     pub started_us: u64,
     /// Failed requests so far by kind.
     pub errors: Vec<(String, u32)>,
+    /// Sum and count of completed requests' per-stream decode speeds (milli-tok/s).
+    pub decode: (u64, u32),
 }
 
 struct Shared {
@@ -60,6 +62,61 @@ pub struct RunInputs {
     pub calibration: Calibration,
     /// Extra header for every request (fault injection in tests), if any.
     pub extra_header: Option<(String, String)>,
+    /// Every completed request so far, all steps (for the checkpoint a closed tab keeps).
+    pub completed: Rc<RefCell<Vec<RequestRecord>>>,
+}
+
+/// Measures event-loop lag while a run is in flight: a timer due every `interval` ms
+/// records how late it fires. A busy main thread (rendering, parsing) delays chunk
+/// timestamps by as much; the client verdict reports it.
+pub struct LagMonitor {
+    state: Rc<RefCell<(u64, crate::core::histogram::Hist)>>,
+    handle: i32,
+    _tick: Closure<dyn FnMut()>,
+}
+
+impl LagMonitor {
+    /// Starts ticking.
+    pub fn start(interval_ms: i32) -> Option<Self> {
+        let interval_us = u64::try_from(interval_ms).ok()? * 1000;
+        let state = Rc::new(RefCell::new((
+            now_us(),
+            crate::core::histogram::Hist::new(),
+        )));
+        let st = state.clone();
+        let tick = Closure::<dyn FnMut()>::new(move || {
+            let now = now_us();
+            let mut s = st.borrow_mut();
+            let late = now.saturating_sub(s.0).saturating_sub(interval_us);
+            s.1.record(late);
+            s.0 = now;
+        });
+        let handle = web_sys::window()?
+            .set_interval_with_callback_and_timeout_and_arguments_0(
+                tick.as_ref().unchecked_ref(),
+                interval_ms,
+            )
+            .ok()?;
+        Some(Self {
+            state,
+            handle,
+            _tick: tick,
+        })
+    }
+
+    /// The lag's p99 and max so far, µs.
+    pub fn snapshot(&self) -> (u64, u64) {
+        let s = self.state.borrow();
+        (s.1.quantile(0.99).unwrap_or(0), s.1.max().unwrap_or(0))
+    }
+
+    /// Stops; returns the lag's p99 and max, µs.
+    pub fn stop(self) -> (u64, u64) {
+        if let Some(w) = web_sys::window() {
+            w.clear_interval_with_handle(self.handle);
+        }
+        self.snapshot()
+    }
 }
 
 /// Measures the prompt calibration with the server's `/tokenize` (vLLM / reference form,
@@ -113,6 +170,7 @@ pub async fn run(
     let mut completed = 0;
     let mut tokens = 0;
     let mut errors: Vec<(String, u32)> = Vec::new();
+    let mut decode = (0u64, 0u32);
     let mut next_index = 0;
     let mut cal = inputs.calibration;
     fetch::reset_resource_timing();
@@ -135,6 +193,7 @@ pub async fn run(
                 tokens,
                 started_us,
                 errors: errors.clone(),
+                decode,
                 ..Progress::default()
             },
             next_index,
@@ -157,6 +216,7 @@ pub async fn run(
             completed = s.progress.completed;
             tokens = s.progress.tokens;
             errors = s.progress.errors.clone();
+            decode = s.progress.decode;
             cal = s.cal;
             all.append(&mut s.records);
         }
@@ -307,6 +367,10 @@ fn dispatch(
             }
             s.progress.completed += 1;
             s.progress.tokens += rec.chunk_tokens();
+            if let Some(d) = crate::core::metrics::request_metrics(&rec).decode_milli {
+                s.progress.decode.0 += d;
+                s.progress.decode.1 += 1;
+            }
             if !rec.outcome.is_ok() {
                 let kind = rec.outcome.kind();
                 match s.progress.errors.iter_mut().find(|(k, _)| *k == kind) {
@@ -315,6 +379,7 @@ fn dispatch(
                 }
             }
             s.progress.in_flight.0 = s.sched.in_flight();
+            inp.completed.borrow_mut().push(rec.clone());
             s.records.push(rec);
             s.progress.clone()
         };

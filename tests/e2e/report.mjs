@@ -1,8 +1,11 @@
 // Reads a pinbench report in node: decodes the compact chunk timings.
 import zlib from "node:zlib";
 
+/** `~` + base64 of varints (current), or base64 of their DEFLATE (first form). */
 export function decodeChunks(text) {
-  const raw = zlib.inflateRawSync(Buffer.from(text, "base64"));
+  const raw = text.startsWith("~")
+    ? Buffer.from(text.slice(1), "base64")
+    : zlib.inflateRawSync(Buffer.from(text, "base64"));
   const out = [];
   let pos = 0, t = 0;
   const varint = () => {

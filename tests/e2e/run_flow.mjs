@@ -26,8 +26,8 @@ async function fill(page, name, text) {
   await page.getByTestId(`pin-${name}`).fill(text);
 }
 
-async function newPage() {
-  const ctx = await browser.newContext({ ignoreHTTPSErrors: true, acceptDownloads: true });
+async function newPage(context) {
+  const ctx = context ?? await browser.newContext({ ignoreHTTPSErrors: true, acceptDownloads: true });
   const page = await ctx.newPage();
   const errors = watchErrors(page);
   await page.goto(url);
@@ -41,7 +41,7 @@ const WORKLOAD = {
   temperature: "0", sampling_extra: "{}", load_mode: "closed",
 };
 
-async function runOnce(page, base, concurrency, counts, extra = {}) {
+async function pinRun(page, base, concurrency, counts, extra = {}) {
   await fill(page, "endpoint_url", base);
   await page.getByTestId("probe").click();
   await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 10000 });
@@ -52,6 +52,10 @@ async function runOnce(page, base, concurrency, counts, extra = {}) {
   await fill(page, "cooldown", String(counts[2]));
   for (const [k, v] of Object.entries(extra)) if (k !== "truthBase") await fill(page, k, v);
   await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
+}
+
+async function runOnce(page, base, concurrency, counts, extra = {}) {
+  await pinRun(page, base, concurrency, counts, extra);
   const truthBase = extra.truthBase ?? `http://127.0.0.1:${ref.http}`;
   const since = (await (await fetch(`${truthBase}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
   const file = path.join(os.tmpdir(), `pinbench-e2e-${process.pid}-${concurrency}.json`);
@@ -196,6 +200,33 @@ try {
     const n = st.requests.measured;
     check(st.load.kind === "open" && n >= 20 && n <= 65, `open loop: ${n} requests dispatched in a 1 s window at 40 req/s (Poisson)`);
     check(st.requests.measured_ok === n, `open loop: all ${n} completed`);
+  }
+  // A closed tab keeps its completed requests: reopening offers a signed report of them.
+  {
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, acceptDownloads: true });
+    const { page } = await newPage(ctx);
+    await pinRun(page, `https://127.0.0.1:${ref.https}`, 2, [0, 400, 0]);
+    await page.getByTestId("start").click();
+    await page.waitForFunction(() => /completed ([0-9]+)/.exec(document.querySelector('[data-testid="live"]')?.textContent ?? "")?.[1] >= 6, null, { polling: 500, timeout: 60000 });
+    const seen = Number(/completed ([0-9]+)/.exec(await page.getByTestId("live").textContent())[1]);
+    await page.close({ runBeforeUnload: true });
+    const { page: again } = await newPage(ctx);
+    await again.getByTestId("interrupted-run").waitFor({ timeout: 5000 });
+    const banner = await again.getByTestId("interrupted-run").textContent();
+    const kept = Number(/: ([0-9]+) completed requests were kept/.exec(banner)?.[1] ?? -1);
+    check(kept >= seen && kept < 400, `closed tab: reopening offers the ${kept} completed requests (≥ ${seen} seen before closing)`);
+    await again.getByTestId("interrupted-report").click();
+    await again.getByTestId("download-report").waitFor();
+    const [dl] = await Promise.all([again.waitForEvent("download"), again.getByTestId("download-report").click()]);
+    const file = path.join(os.tmpdir(), `pinbench-e2e-${process.pid}-interrupted.json`);
+    await dl.saveAs(file);
+    const rep = JSON.parse(fs.readFileSync(file, "utf8"));
+    check(rep.body.records.length === kept && rep.body.notes?.[0]?.startsWith("Interrupted"), `closed tab: the report holds the ${rep.body.records.length} kept requests and says it was interrupted`);
+    let verified = false;
+    try { verified = execFileSync(verifyBin, [file]).toString().includes("signature valid"); } catch { verified = false; }
+    check(verified, "closed tab: the interrupted run's report verifies natively");
+    check(await again.getByTestId("interrupted-run").count() === 0, "closed tab: the checkpoint is gone once used");
+    await ctx.close();
   }
   // Faults: every 3rd request gets, in turn, a 429, a reset after 3 tokens, a 3 s stall.
   {
