@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::histogram::{Hist, HistogramError};
 use super::pins::{LoadStep, RunConfig, Span, WindowPlan};
-use super::record::RequestRecord;
+use super::record::{RequestRecord, TokenCounts};
 
 /// Tokens at the start of each stream over which the burst speed is taken.
 pub const BURST_TOKENS: u64 = 32;
@@ -552,6 +552,8 @@ fn summarize_step(
     let (mut dec, mut e2es, mut pre, mut burst) =
         (Hist::new(), Hist::new(), Hist::new(), Hist::new());
     let mut per_chunk = BTreeMap::new();
+    // Tokens per chunk below 64 are counted in an array (the hot path), the rest in the map.
+    let mut small_counts = [0u64; 64];
     let mut slow: Vec<(u64, u128)> = vec![(0, 0); POSITION_BUCKETS.len()];
     let (mut prompt_att, mut output_att) = (Attainment::default(), Attainment::default());
     let mut measured_span: Option<(u64, u64)> = None;
@@ -579,10 +581,13 @@ fn summarize_step(
             continue;
         }
         counts.measured_ok += 1;
-        let key = serde_json::to_value(r.token_counts)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let key = match r.token_counts {
+            TokenCounts::ExactContinuousUsage => "exact_continuous_usage",
+            TokenCounts::ExactDeltasMatchUsage => "exact_deltas_match_usage",
+            TokenCounts::UnverifiedNoUsage => "unverified_no_usage",
+            TokenCounts::EstimatedCoalesced => "estimated_coalesced",
+        }
+        .to_owned();
         *token_counts.entry(key).or_insert(0u32) += 1;
         let m = request_metrics(r);
         let rec_opt = |h: &mut Hist, v: Option<u64>| {
@@ -599,20 +604,29 @@ fn summarize_step(
         rec_opt(&mut burst, m.burst_milli);
         judged.push(m);
         let mut cum = 0u64;
+        // Positions only grow within a stream, so the bucket is found by moving forward.
+        let mut bucket = 0usize;
         for (i, c) in r.chunks.iter().enumerate() {
-            *per_chunk.entry(c.tokens).or_insert(0u64) += 1;
+            match small_counts.get_mut(c.tokens as usize) {
+                Some(n) => *n += 1,
+                None => *per_chunk.entry(c.tokens).or_insert(0u64) += 1,
+            }
             if i > 0 {
                 let gap = c.t_us.saturating_sub(r.chunks[i - 1].t_us);
                 gaps.record(gap);
                 let n = u64::from(c.tokens);
                 itl.record_n(div_round(u128::from(gap), u128::from(n)), n);
                 let pos = cum + 1;
-                if let Some(b) = POSITION_BUCKETS
-                    .iter()
-                    .position(|&(lo, hi)| pos >= lo && hi.is_none_or(|hi| pos <= hi))
+                while bucket < POSITION_BUCKETS.len()
+                    && POSITION_BUCKETS[bucket].1.is_some_and(|hi| pos > hi)
                 {
-                    slow[b].0 += n;
-                    slow[b].1 += u128::from(gap);
+                    bucket += 1;
+                }
+                if let Some(&(lo, _)) = POSITION_BUCKETS.get(bucket) {
+                    if pos >= lo {
+                        slow[bucket].0 += n;
+                        slow[bucket].1 += u128::from(gap);
+                    }
                 }
             }
             cum += u64::from(c.tokens);
@@ -623,6 +637,9 @@ fn summarize_step(
         output_att.add(u64::from(r.output_tokens_requested), r.output_tokens());
     }
 
+    for (k, n) in small_counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+        *per_chunk.entry(k as u32).or_insert(0u64) += n;
+    }
     let measured = measured_span.and_then(|(s, e)| aggregate(records, s, e));
     let timeline = in_flight_timeline(records);
     let target = load.max_concurrency();

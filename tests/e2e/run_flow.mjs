@@ -5,9 +5,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
-import { serveDist, launch, watchErrors, checker, startAndDownload } from "./lib.mjs";
+import { serveDist, launch, checker } from "./lib.mjs";
 import { startRefserver } from "./refserver.mjs";
-import { decodeChunks, quantile } from "./report.mjs";
+import { appDriver, runAgainstTruth, truthErrors } from "./app_run.mjs";
 
 const dist = process.argv[2] ?? "dist";
 const target = process.env.CARGO_TARGET_DIR ?? path.resolve("target");
@@ -22,88 +22,18 @@ const { check, failures, finish } = checker();
 const measured = [];
 const measure = (ok, msg) => { measured.push(`${ok ? "met    " : "NOT MET"} ${msg}`); console.log(`${ok ? "met    " : "NOT MET"} ${msg}`); };
 
-async function fill(page, name, text) {
-  await page.getByTestId(`pin-${name}`).fill(text);
-}
-
-async function newPage(context) {
-  const ctx = context ?? await browser.newContext({ ignoreHTTPSErrors: true, acceptDownloads: true });
-  const page = await ctx.newPage();
-  const errors = watchErrors(page);
-  await page.goto(url);
-  await page.getByTestId("pin-endpoint_url").waitFor();
-  return { page, errors };
-}
-
-const WORKLOAD = {
-  model_quant: "bf16", prompt_tokens: "64", prompt_exactness: "server_tokenizer", output_tokens: "32",
-  output_enforcement: "ignore_eos", stall_timeout_s: "30", phases: "colocated", nonce_prefix: "on",
-  temperature: "0", sampling_extra: "{}", load_mode: "closed",
-};
-
-async function pinRun(page, base, concurrency, counts, extra = {}) {
-  await fill(page, "endpoint_url", base);
-  await page.getByTestId("probe").click();
-  await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 10000 });
-  for (const [k, v] of Object.entries(WORKLOAD)) await fill(page, k, v);
-  await fill(page, "concurrency", String(concurrency));
-  await fill(page, "warmup", String(counts[0]));
-  await fill(page, "measured", String(counts[1]));
-  await fill(page, "cooldown", String(counts[2]));
-  for (const [k, v] of Object.entries(extra)) if (k !== "truthBase") await fill(page, k, v);
-  await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
-}
-
-async function runOnce(page, base, concurrency, counts, extra = {}) {
-  await pinRun(page, base, concurrency, counts, extra);
-  const truthBase = extra.truthBase ?? `http://127.0.0.1:${ref.http}`;
-  const since = (await (await fetch(`${truthBase}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
-  const file = path.join(os.tmpdir(), `pinbench-e2e-${process.pid}-${concurrency}.json`);
-  const { report } = await startAndDownload(page, file, 120000);
-  const truths = await (await fetch(`${truthBase}/truth?since=${since}`)).json();
-  return { file, report, truths };
-}
+const { fill, newPage, pinRun } = appDriver(browser, url);
+const runOnce = (page, base, c, counts, extra = {}) =>
+  runAgainstTruth(page, base, c, counts, { truthBase: `http://127.0.0.1:${ref.http}`, ...extra });
 
 function compare(report, truths, label) {
-  // Requests are matched to the server's truth by response id (chunk `id` = cmpl-<truth id>).
-  // Only measured requests are compared: warm-up absorbs connection setup (TLS), which the
-  // client's TTFT includes by definition and the server cannot see.
-  const step = report.body.summary.steps[0];
-  const excluded = new Set([...step.requests.warmup, ...step.requests.cooldown]);
-  const all = report.body.records.filter((r) => r.outcome.kind === "ok");
-  const byId = new Map(truths.map((t) => [`cmpl-${t.id}`, t]));
-  check(all.every((r) => byId.has(r.response_id)), `${label}: every client record has its server truth (${all.length} records)`);
-  const recs = all.filter((r) => !excluded.has(r.index) && byId.has(r.response_id));
-  const tr = recs.map((r) => byId.get(r.response_id));
-  const ttftDiff = [], gapDiff = [];
-  let tokensClient = 0, tokensServer = 0, exact = true;
-  recs.forEach((r, i) => {
-    const t = tr[i];
-    if (!t) return;
-    const chunks = decodeChunks(r.chunks);
-    const ttftC = chunks[0][0] - r.t_send_us;
-    const ttftS = t.first_token_us - t.received_us;
-    ttftDiff.push(Math.abs(ttftC - ttftS));
-    if (process.env.PINBENCH_E2E_DEBUG) console.log(`  ${label} req ${i}: ttft client ${ttftC} server ${ttftS} (server queue ${t.admitted_us - t.received_us}); headers ${r.t_headers_us - r.t_send_us}; wire ${JSON.stringify(r.wire && { q: r.wire.request_start_us - r.t_send_us, rs: r.wire.response_start_us - r.t_send_us })}`);
-    for (let k = 1; k < Math.min(chunks.length, t.chunks.length); k++) {
-      const d = Math.abs((chunks[k][0] - chunks[k - 1][0]) - (t.chunks[k][0] - t.chunks[k - 1][0]));
-      gapDiff.push(d);
-      if (process.env.PINBENCH_E2E_DEBUG && d > 1000) console.log(`  ${label} req ${i} chunk ${k}: client gap ${chunks[k][0] - chunks[k - 1][0]} server gap ${t.chunks[k][0] - t.chunks[k - 1][0]}`);
-    }
-    tokensClient += chunks.reduce((s, c) => s + c[1], 0);
-    tokensServer += t.completion_tokens;
-    if (r.usage.completion_tokens !== t.completion_tokens || r.output_tokens_requested !== t.completion_tokens) exact = false;
-  });
-  const p99ttft = quantile(ttftDiff, 0.99), p99gap = quantile(gapDiff, 0.99);
-  // Aggregate tok/s over each side's own span of token chunks.
-  const span = (xs) => Math.max(...xs) - Math.min(...xs);
-  const aggC = tokensClient / span(recs.flatMap((r) => decodeChunks(r.chunks).map((c) => c[0]))) * 1e6;
-  const aggS = tokensServer / span(tr.flatMap((t) => t.chunks.map((c) => c[0]))) * 1e6;
-  console.log(`${label}: TTFT |client-server| p99 ${(p99ttft / 1000).toFixed(2)} ms; gap |client-server| p99 ${(p99gap / 1000).toFixed(2)} ms; aggregate client ${aggC.toFixed(0)} vs server ${aggS.toFixed(0)} tok/s`);
-  measure(p99ttft <= 2000, `${label}: per-request TTFT difference p99 ${p99ttft} µs (target <= 2000 µs)`);
-  measure(p99gap <= 1000, `${label}: inter-chunk gap difference p99 ${p99gap} µs (target <= 1000 µs)`);
-  measure(Math.abs(aggC - aggS) / aggS <= 0.02, `${label}: aggregate tok/s client ${aggC.toFixed(0)} vs server ${aggS.toFixed(0)} (target within 2%)`);
-  check(exact && tokensClient === tokensServer, `${label}: output token counts exact (${tokensClient} vs ${tokensServer})`);
+  const e = truthErrors(report, truths);
+  check(e.unmatched === 0, `${label}: every client record has its server truth (${e.records} records)`);
+  console.log(`${label}: TTFT |client-server| p99 ${(e.ttft.p99 / 1000).toFixed(2)} ms; gap |client-server| p99 ${(e.gap.p99 / 1000).toFixed(2)} ms; aggregate client ${e.aggClient.toFixed(0)} vs server ${e.aggServer.toFixed(0)} tok/s`);
+  measure(e.ttft.p99 <= 2000, `${label}: per-request TTFT difference p99 ${e.ttft.p99} µs (target <= 2000 µs)`);
+  measure(e.gap.p99 <= 1000, `${label}: inter-chunk gap difference p99 ${e.gap.p99} µs (target <= 1000 µs)`);
+  measure(Math.abs(e.aggClient - e.aggServer) / e.aggServer <= 0.02, `${label}: aggregate tok/s client ${e.aggClient.toFixed(0)} vs server ${e.aggServer.toFixed(0)} (target within 2%)`);
+  check(e.exact && e.tokensClient === e.tokensServer, `${label}: output token counts exact (${e.tokensClient} vs ${e.tokensServer})`);
 }
 
 try {
