@@ -67,6 +67,33 @@ pub struct Slo {
     pub e2e_us: Option<u64>,
 }
 
+impl Slo {
+    /// Reads the optional SLO fields of the form (milliseconds, decimals allowed; empty =
+    /// no limit). `Ok(None)` when all are empty.
+    pub fn from_ms_fields(ttft: &str, tpot: &str, e2e: &str) -> Result<Option<Slo>, String> {
+        let one = |name: &str, t: &str| -> Result<Option<u64>, String> {
+            let t = t.trim();
+            if t.is_empty() {
+                return Ok(None);
+            }
+            match t.parse::<f64>() {
+                Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => {
+                    Ok(Some((v * 1000.0).round() as u64))
+                }
+                _ => Err(format!(
+                    "SLO {name}: expected a number of milliseconds > 0, got {t:?}"
+                )),
+            }
+        };
+        let slo = Slo {
+            ttft_us: one("TTFT", ttft)?,
+            tpot_us: one("TPOT", tpot)?,
+            e2e_us: one("E2E", e2e)?,
+        };
+        Ok((slo.ttft_us.is_some() || slo.tpot_us.is_some() || slo.e2e_us.is_some()).then_some(slo))
+    }
+}
+
 /// What the metrics need from the configuration.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -849,6 +876,23 @@ pub fn client_verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slo_fields_parse_or_explain() {
+        assert_eq!(Slo::from_ms_fields("", " ", ""), Ok(None));
+        assert_eq!(
+            Slo::from_ms_fields("200", "", "1.5"),
+            Ok(Some(Slo {
+                ttft_us: Some(200_000),
+                tpot_us: None,
+                e2e_us: Some(1_500)
+            }))
+        );
+        for bad in ["0", "-3", "fast", "NaN", "inf"] {
+            let e = Slo::from_ms_fields(bad, "", "").expect_err(bad);
+            assert!(e.starts_with("SLO TTFT: expected"), "{e}");
+        }
+    }
     use crate::core::dialect::Usage;
     use crate::core::record::{Anomalies, Outcome, TokenChunk, TokenCounts, WireTiming};
 

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use crate::core::metrics::{ClientEnv, Dist};
+use crate::core::metrics::{ClientEnv, Dist, Slo};
 use crate::core::pins::{self, FitInputs, Provenance, RawConfig, RawField, RunConfig};
 use crate::core::report::{Checkpoint, Report, ReportBody};
 use crate::core::sign::KeyPair;
@@ -314,6 +314,7 @@ pub fn RunPage() -> impl IntoView {
     let running = RwSignal::new(false);
     let progress = RwSignal::new(Progress::default());
     let report = RwSignal::new(None::<Report>);
+    let slo_fields = RwSignal::new((String::new(), String::new(), String::new()));
     let run_error = RwSignal::new(String::new());
     let abort = StoredValue::new_local(None::<web_sys::AbortController>);
     let key_id = RwSignal::new(String::new());
@@ -406,6 +407,10 @@ pub fn RunPage() -> impl IntoView {
     let on_start = move |_| {
         let Ok(cfg) = pinned.get_untracked() else {
             return;
+        };
+        let slo = match slo_fields.with_untracked(|(a, b, c)| Slo::from_ms_fields(a, b, c)) {
+            Ok(s) => s,
+            Err(e) => return run_error.set(e),
         };
         let controller = match web_sys::AbortController::new() {
             Ok(c) => c,
@@ -518,7 +523,7 @@ pub fn RunPage() -> impl IntoView {
                 event_loop_lag_p99_us: lag_p99,
                 event_loop_lag_max_us: lag_max,
             };
-            match ReportBody::build(created, cfg, None, Vec::new(), env, records) {
+            match ReportBody::build(created, cfg, slo, Vec::new(), env, records) {
                 Ok(body) => {
                     let mut r = Report::new(body);
                     match r.sign(&signing_key()) {
@@ -674,6 +679,12 @@ pub fn RunPage() -> impl IntoView {
                     format!("{here}{SHARE_PREFIX}{}", String::from(js_sys::encode_uri_component(&json)))
                 } />
             </div>
+            <fieldset class="run__slo">
+                <legend>"Goodput SLOs (optional, ms; a request counts when it meets every one set)"</legend>
+                <label>"TTFT ≤ " <input data-testid="slo-ttft" aria-label="SLO: TTFT, ms" inputmode="decimal" prop:value=move || slo_fields.get().0 on:input=move |ev| slo_fields.update(|f| f.0 = event_target_value(&ev)) /></label>
+                <label>" TPOT ≤ " <input data-testid="slo-tpot" aria-label="SLO: TPOT, ms" inputmode="decimal" prop:value=move || slo_fields.get().1 on:input=move |ev| slo_fields.update(|f| f.1 = event_target_value(&ev)) /></label>
+                <label>" E2E ≤ " <input data-testid="slo-e2e" aria-label="SLO: E2E latency, ms" inputmode="decimal" prop:value=move || slo_fields.get().2 on:input=move |ev| slo_fields.update(|f| f.2 = event_target_value(&ev)) /></label>
+            </fieldset>
             <div class="run__controls">
                 <button data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=on_start>"Start"</button>
                 <button data-testid="stop" disabled=move || !running.get() on:click=on_stop>"Stop"</button>
@@ -744,6 +755,18 @@ fn results_view(
 ) -> impl IntoView {
     let b = &r.body;
     let pins = pins_line(&b.config);
+    // The same charts as the viewer: every step's, plus the sweep curve.
+    let mut charts: Vec<(String, String)> = Vec::new();
+    for s in &b.summary.steps {
+        for c in crate::core::chart::report_charts(r, s.step) {
+            if c.id != "sweep" || s.step == 0 {
+                charts.push((
+                    format!("{}-{}", c.id, s.step),
+                    crate::core::chart::render_svg(&c),
+                ));
+            }
+        }
+    }
     let rows = b
         .summary
         .steps
@@ -759,6 +782,7 @@ fn results_view(
                     <td>{dist_cells(s.tpot_us, fmt_ms)}</td>
                     <td data-testid="achieved-concurrency">{format!("{} achieved (max {}) of {}", pins::milli(s.concurrency.achieved_mean_milli), s.concurrency.achieved_max, s.concurrency.target)}</td>
                     <td data-testid="errors">{format!("{:?}", s.errors_by_kind)}</td>
+                    <td data-testid="goodput">{s.goodput.map(|g| format!("{} of {} met the SLOs · {} req/s", g.met, g.judged, fmt_rate(g.rps_milli))).unwrap_or_else(|| "no SLO set".into())}</td>
                 </tr>
             }
         })
@@ -775,9 +799,14 @@ fn results_view(
             <p data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
             <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
             <table>
-                <thead><tr><th>"load"</th><th>"aggregate output"</th><th>"per-stream decode"</th><th>"TTFT"</th><th>"TPOT"</th><th>"concurrency"</th><th>"errors"</th></tr></thead>
+                <thead><tr><th>"load"</th><th>"aggregate output"</th><th>"per-stream decode"</th><th>"TTFT"</th><th>"TPOT"</th><th>"concurrency"</th><th>"errors"</th><th>"goodput"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
+            <div class="charts" data-testid="result-charts">
+                {charts.into_iter().map(|(id, svg)| view! {
+                    <figure class="chart-box" data-testid=format!("figure-chart-{id}") inner_html=svg></figure>
+                }).collect_view()}
+            </div>
             <button data-testid="download-report" on:click=on_download>"Download signed report"</button>
         </section>
     }

@@ -95,7 +95,8 @@ try {
       check(await shared.getByTestId("api-key").inputValue() === "", "share link: the API key field stays empty");
       const out = execFileSync(verifyBin, [file]).toString();
       check(out.includes("signature valid"), "signature: downloaded report verifies natively");
-      const text = fs.readFileSync(file, "utf8").replace('"t_send_us": ', '"t_send_us": 1');
+      // Change the first digit of the first send time (one byte).
+      const text = fs.readFileSync(file, "utf8").replace(/"t_send_us":(\d)/, (m, d) => `"t_send_us":${(Number(d) % 9) + 1}`);
       fs.writeFileSync(file, text);
       let failed = false;
       try { execFileSync(verifyBin, [file]); } catch { failed = true; }
@@ -116,8 +117,13 @@ try {
   // A sweep (closed loop c = 1, 4) and an open loop (Poisson 40 req/s, cap 8, 1 s measured).
   {
     const { page } = await newPage();
+    // Goodput SLOs: a generous TTFT limit every request meets, and an impossible TPOT one.
+    await page.getByTestId("slo-ttft").fill("10000");
     const { report } = await runOnce(page, `https://127.0.0.1:${ref.https}`, "1,4", [2, 8, 0]);
     const steps = report.body.summary.steps;
+    const g = steps.map((x) => x.goodput);
+    check(g.every((x) => x && x.slo.ttft_us === 10000000 && x.met === x.judged && x.judged === 8), `goodput: the TTFT SLO is in the report and every measured request meets it (${JSON.stringify(g.map((x) => x && [x.met, x.judged]))})`);
+    check(await page.getByTestId("result-charts").locator("svg").count() >= 8, "results: charts are drawn under the table");
     check(steps.length === 2 && steps[0].load.concurrency === 1 && steps[1].load.concurrency === 4, `sweep: one report with a step per concurrency (${steps.map((x) => JSON.stringify(x.load)).join(", ")})`);
     const agg = steps.map((x) => x.windows.measured.aggregate_output_milli / 1000);
     check(agg[1] > agg[0], `sweep: aggregate tok/s rises from c=1 to c=4 (${agg.map((a) => a.toFixed(0)).join(" → ")})`);
