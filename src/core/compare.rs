@@ -80,40 +80,7 @@ pub struct Subject {
 impl Subject {
     /// A subject from a pinbench report.
     pub fn from_report(title: &str, r: &Report) -> Self {
-        let mut pins = view::pin_rows(&r.body.config);
-        // Split the stall timeout and exactness off, so they are shown but not judged.
-        let c = &r.body.config;
-        for p in &mut pins {
-            if p.key == "load" {
-                p.value = c
-                    .load
-                    .value
-                    .steps
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" → ");
-            }
-            if p.key == "prompt_len" {
-                p.value = c.prompt_len.value.to_string();
-            }
-        }
-        pins.push(PinRow {
-            pin: PinId::Load,
-            key: "load.stall_timeout",
-            label: "stall timeout",
-            value: format!("{} ms", c.load.value.stall_timeout_ms),
-            provenance: view::provenance_label(&c.load.provenance),
-            status: PinStatus::Pinned,
-        });
-        pins.push(PinRow {
-            pin: PinId::PromptLength,
-            key: "prompt_exactness",
-            label: "prompt exactness",
-            value: format!("{:?}", c.prompt_exactness.value),
-            provenance: view::provenance_label(&c.prompt_exactness.provenance),
-            status: PinStatus::Pinned,
-        });
+        let pins = view::pin_rows(&r.body.config);
         let (mut pt, mut ot, mut n) = (0u64, 0u64, 0u64);
         let mut numbers = Vec::new();
         let multi = r.body.summary.steps.len() > 1;

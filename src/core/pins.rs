@@ -257,6 +257,17 @@ pub struct Load {
     pub stall_timeout_ms: u64,
 }
 
+impl Load {
+    /// The steps as text, in order (`closed loop, c=1 → closed loop, c=4`).
+    pub fn steps_text(&self) -> String {
+        self.steps
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(" → ")
+    }
+}
+
 /// KV capacity as the server states it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]

@@ -79,17 +79,10 @@ fn row(
     }
 }
 
-/// Every pin of a run configuration, in DESIGN §1 order.
+/// Every pin of a run configuration, in DESIGN §1 order (the keys of
+/// [`super::compare::KEYS`]).
 pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
     let m = &c.model;
-    let steps = c
-        .load
-        .value
-        .steps
-        .iter()
-        .map(|s| s.to_string())
-        .collect::<Vec<_>>()
-        .join(" → ");
     let w = &c.window.value;
     let mut extra = String::new();
     for (k, v) in &c.sampling.value.extra {
@@ -135,24 +128,39 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             PinId::PromptLength,
             "prompt_len",
             "prompt length (tokens)",
-            format!("{} ({:?})", c.prompt_len.value, c.prompt_exactness.value),
+            c.prompt_len.value.to_string(),
             &c.prompt_len.provenance,
+        ),
+        row(
+            PinId::PromptLength,
+            "prompt_exactness",
+            "prompt exactness",
+            snake(&format!("{:?}", c.prompt_exactness.value)),
+            &c.prompt_exactness.provenance,
         ),
         row(
             PinId::OutputLength,
             "output_len",
             "output length (tokens)",
-            format!("{} ({:?})", c.output_len.value, c.output_enforcement.value),
+            format!(
+                "{} ({})",
+                c.output_len.value,
+                snake(&format!("{:?}", c.output_enforcement.value))
+            ),
             &c.output_len.provenance,
         ),
         row(
             PinId::Load,
             "load",
             "load (concurrency / rate)",
-            format!(
-                "{steps}; stall timeout {} ms",
-                c.load.value.stall_timeout_ms
-            ),
+            c.load.value.steps_text(),
+            &c.load.provenance,
+        ),
+        row(
+            PinId::Load,
+            "load.stall_timeout",
+            "stall timeout",
+            format!("{} ms", c.load.value.stall_timeout_ms),
             &c.load.provenance,
         ),
         row(

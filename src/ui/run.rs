@@ -283,7 +283,7 @@ pub fn pins_line(cfg: &RunConfig) -> String {
         cfg.prompt_len.value,
         cfg.output_len.value,
         cfg.output_enforcement.value,
-        cfg.load.value.steps.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" → "),
+        cfg.load.value.steps_text(),
         cfg.kv.capacity.value,
         cfg.kv.max_model_len.value,
         cfg.kv.max_num_seqs.value,
