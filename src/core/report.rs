@@ -98,6 +98,24 @@ pub struct ProbeSnapshot {
     pub body: String,
 }
 
+impl ProbeSnapshot {
+    /// Largest body kept, bytes.
+    pub const MAX_BODY: usize = 64 << 10;
+
+    /// A snapshot, the body cut to [`Self::MAX_BODY`] at a character boundary.
+    pub fn new(url: &str, status: u16, body: &str) -> Self {
+        let mut end = body.len().min(Self::MAX_BODY);
+        while !body.is_char_boundary(end) {
+            end -= 1;
+        }
+        Self {
+            url: url.into(),
+            status,
+            body: body[..end].into(),
+        }
+    }
+}
+
 /// Everything that is signed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -767,6 +785,16 @@ pub(crate) mod tests {
                 .verification,
             Verification::Invalid { .. }
         ));
+    }
+
+    #[test]
+    fn probe_snapshots_are_capped_at_a_char_boundary() {
+        let body = "é".repeat(ProbeSnapshot::MAX_BODY);
+        let p = ProbeSnapshot::new("http://x/v1/models", 200, &body);
+        assert!(
+            p.body.len() <= ProbeSnapshot::MAX_BODY && p.body.len() >= ProbeSnapshot::MAX_BODY - 1
+        );
+        assert_eq!(ProbeSnapshot::new("u", 200, "{}").body, "{}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use leptos::task::spawn_local;
 
 use crate::core::metrics::{ClientEnv, Dist, Slo};
 use crate::core::pins::{self, FitInputs, Provenance, RawConfig, RawField, RunConfig};
-use crate::core::report::{Checkpoint, Report, ReportBody};
+use crate::core::report::{Checkpoint, ProbeSnapshot, Report, ReportBody};
 use crate::core::sign::KeyPair;
 use crate::web::runner::{self, Progress, RunInputs};
 use crate::web::{self, fetch};
@@ -112,7 +112,10 @@ pub fn signing_key() -> KeyPair {
 }
 
 /// Reads what the endpoint exposes and returns `(field, value, provenance)` fills.
-async fn probe(base: &str) -> Result<Vec<(&'static str, String, Provenance)>, String> {
+/// What a probe filled, and what it read (kept in the report as evidence).
+type ProbeResult = (Vec<(&'static str, String, Provenance)>, Vec<ProbeSnapshot>);
+
+async fn probe(base: &str) -> Result<ProbeResult, String> {
     let base = pins::parse_base_url(base).ok_or("the endpoint URL is not http(s)://host:port")?;
     let page_https = web_sys::window()
         .and_then(|w| w.location().protocol().ok())
@@ -131,6 +134,7 @@ async fn probe(base: &str) -> Result<Vec<(&'static str, String, Provenance)>, St
     }
     let v: serde_json::Value = serde_json::from_str(&text)
         .map_err(|_| format!("{models_url} did not return JSON (status {status})"))?;
+    let mut snapshots = vec![ProbeSnapshot::new(&models_url, status, &text)];
     let m = &v["data"][0];
     let mut out = Vec::new();
     let probed = |field: &str| Provenance::Probed {
@@ -202,6 +206,9 @@ async fn probe(base: &str) -> Result<Vec<(&'static str, String, Provenance)>, St
     } else {
         None
     };
+    if let Some((st, text)) = &props {
+        snapshots.push(ProbeSnapshot::new(&props_url, *st, text));
+    }
     if let Some((200, text)) = props {
         if let Ok(p) = serde_json::from_str::<serde_json::Value>(&text) {
             let probed = |field: &str| Provenance::Probed {
@@ -232,6 +239,7 @@ async fn probe(base: &str) -> Result<Vec<(&'static str, String, Provenance)>, St
     let metrics_url = format!("{base}/metrics");
     if !out.iter().any(|o| o.0 == "kv_capacity") {
         if let Ok((200, text)) = fetch::request_text("GET", &metrics_url, None).await {
+            snapshots.push(ProbeSnapshot::new(&metrics_url, 200, &text));
             if let Some(n) = text
                 .split("kv_cache_size_tokens=\"")
                 .nth(1)
@@ -249,7 +257,7 @@ async fn probe(base: &str) -> Result<Vec<(&'static str, String, Provenance)>, St
             }
         }
     }
-    Ok(out)
+    Ok((out, snapshots))
 }
 
 fn fmt_ms(us: u64) -> String {
@@ -315,6 +323,8 @@ pub fn RunPage() -> impl IntoView {
     let progress = RwSignal::new(Progress::default());
     let report = RwSignal::new(None::<Report>);
     let slo_fields = RwSignal::new((String::new(), String::new(), String::new()));
+    // What the last probe read, kept in the report beside the pins it filled.
+    let probes = RwSignal::new(Vec::<ProbeSnapshot>::new());
     let run_error = RwSignal::new(String::new());
     let abort = StoredValue::new_local(None::<web_sys::AbortController>);
     let key_id = RwSignal::new(String::new());
@@ -389,7 +399,8 @@ pub fn RunPage() -> impl IntoView {
         probe_msg.set("Probing…".into());
         spawn_local(async move {
             match probe(&base).await {
-                Ok(fills) => {
+                Ok((fills, snapshots)) => {
+                    probes.set(snapshots);
                     let names: Vec<&str> = fills.iter().map(|f| f.0).collect();
                     form.update(|f| {
                         for (name, text, source) in fills {
@@ -523,7 +534,13 @@ pub fn RunPage() -> impl IntoView {
                 event_loop_lag_p99_us: lag_p99,
                 event_loop_lag_max_us: lag_max,
             };
-            match ReportBody::build(created, cfg, slo, Vec::new(), env, records) {
+            // Only what was read from this endpoint (the URL may have changed since).
+            let snapshots: Vec<ProbeSnapshot> = probes
+                .get_untracked()
+                .into_iter()
+                .filter(|p| p.url.starts_with(&format!("{}/", cfg.endpoint.base_url)))
+                .collect();
+            match ReportBody::build(created, cfg, slo, snapshots, env, records) {
                 Ok(body) => {
                     let mut r = Report::new(body);
                     match r.sign(&signing_key()) {
@@ -802,6 +819,7 @@ fn results_view(
                 <thead><tr><th>"load"</th><th>"aggregate output"</th><th>"per-stream decode"</th><th>"TTFT"</th><th>"TPOT"</th><th>"concurrency"</th><th>"errors"</th><th>"goodput"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
+            {super::viewer::ttft_split_table(r)}
             <div class="charts" data-testid="result-charts">
                 {charts.into_iter().map(|(id, svg)| view! {
                     <figure class="chart-box" data-testid=format!("figure-chart-{id}") inner_html=svg></figure>

@@ -548,6 +548,14 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
             <p data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
             <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
             <p class="results__pins" data-testid="report-pins-line">{pins_line}</p>
+            {ttft_split_table(r)}
+            <details data-testid="probes">
+                <summary>{format!("What the probe read ({} responses)", b.probes.len())}</summary>
+                {b.probes.iter().map(|p| view! {
+                    <p>{format!("{} → HTTP {}", p.url, p.status)}</p>
+                    <pre class="probe-body">{p.body.chars().take(4000).collect::<String>()}</pre>
+                }).collect_view()}
+            </details>
             {pin_table(view::pin_rows(&b.config))}
             {steps}
             {sweep}
@@ -604,6 +612,24 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
             </section>
         </article>
     }
+}
+
+/// The TTFT split table (where the time to first token went), for the first step.
+pub fn ttft_split_table(r: &crate::core::report::Report) -> impl IntoView {
+    let rows = view::ttft_split(r, 0);
+    (!rows.is_empty()).then(|| {
+        view! {
+            <table data-testid="ttft-split">
+                <caption>"Where TTFT went (step 0, measured window, Resource Timing)"</caption>
+                <thead><tr><th scope="col">"part"</th><th scope="col">"p50"</th><th scope="col">"p99"</th><th scope="col">"requests"</th></tr></thead>
+                <tbody>
+                    {rows.into_iter().map(|(label, p50, p99, n)| view! {
+                        <tr><th scope="row">{label}</th><td>{view::fmt_ms(p50)}</td><td>{view::fmt_ms(p99)}</td><td>{n}</td></tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        }
+    })
 }
 
 /// Signature status of a verification, as the card shows it.

@@ -80,6 +80,9 @@ try {
     const { page } = await newPage();
     const { file, report, truths } = await runOnce(page, `https://127.0.0.1:${ref.https}`, c, [c, 4 * c, c]);
     compare(report, truths, `h2 c=${c}`);
+    check((await page.getByTestId("ttft-split").textContent()).includes("requestStart → responseStart"), `h2 c=${c}: results split TTFT into browser, wire+server and delivery parts`);
+    const probes = report.body.probes;
+    check(probes.length >= 1 && probes[0].url.endsWith("/v1/models") && probes[0].status === 200 && probes[0].body.includes("pinbench-tiny"), `h2 c=${c}: the report keeps what the probe read (${probes.map((p) => p.url).join(", ")})`);
     const protos = report.body.client.protocols;
     check(protos.h2 > 0, `h2 c=${c}: requests went over h2 (${JSON.stringify(protos)})`);
     if (c === 8) {
