@@ -148,7 +148,8 @@ pub struct WireTiming {
     pub response_end_us: u64,
 }
 
-/// Everything the client observed for one request.
+/// Everything the client observed for one request. Absent optional fields and clean
+/// anomalies are left out of the JSON (a third of a record's size).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequestRecord {
@@ -163,10 +164,13 @@ pub struct RequestRecord {
     /// Just before `fetch`, µs.
     pub t_send_us: u64,
     /// Response headers received, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_headers_us: Option<u64>,
     /// Stream ended (or failed), µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_done_us: Option<u64>,
     /// HTTP status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
     /// Token chunks in arrival order (stored compactly, see [`chunk_codec`]).
     #[serde(with = "chunk_codec")]
@@ -176,20 +180,27 @@ pub struct RequestRecord {
     /// Text deltas received (before any reconciliation).
     pub deltas: u32,
     /// Server-reported usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     /// The finish reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
     /// The response id the server gave (chunk `id`), to correlate with its logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_id: Option<String>,
     /// The server's own timings (llama.cpp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_timings: Option<ServerTimings>,
     /// `nextHopProtocol` (`h2`, `http/1.1`), when the browser exposes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
     /// Resource Timing, when the browser exposes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire: Option<WireTiming>,
     /// How the request ended.
     pub outcome: Outcome,
     /// Irregularities.
+    #[serde(default, skip_serializing_if = "Anomalies::is_clean")]
     pub anomalies: Anomalies,
 }
 

@@ -84,10 +84,25 @@ impl Library {
 
     /// Opens text as a new entry and selects it.
     pub fn open_text(&self, title: String, url: Option<String>, text: &str) -> Result<(), String> {
+        self.open_text_read(title, url, text, 0)
+    }
+
+    /// [`Self::open_text`] of a file that took `read_us` to read (shown with the timings).
+    pub fn open_text_read(
+        &self,
+        title: String,
+        url: Option<String>,
+        text: &str,
+        read_us: u64,
+    ) -> Result<(), String> {
         let (opened, timings) = self
             .trusted
             .with_untracked(|t| viewer::open_timed(&title, text, t, &mut web::now_us));
         let opened = opened.map_err(|e| format!("{title}: {e}"))?;
+        let mut timings = timings;
+        if read_us > 0 {
+            timings.insert(0, ("read file", read_us));
+        }
         let entry = Entry {
             title,
             url,
@@ -150,8 +165,14 @@ pub fn ReportsPage() -> impl IntoView {
         for i in 0..list.length() {
             if let Some(f) = list.item(i) {
                 spawn_local(async move {
+                    let t0 = web::now_us();
                     match files::read_file(&f).await {
-                        Ok(text) => match lib.open_text(f.name(), None, &text) {
+                        Ok(text) => match lib.open_text_read(
+                            f.name(),
+                            None,
+                            &text,
+                            web::now_us().saturating_sub(t0),
+                        ) {
                             Ok(()) => set_error.set(String::new()),
                             Err(e) => set_error.set(e),
                         },
