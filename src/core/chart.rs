@@ -335,45 +335,6 @@ pub fn render_svg(c: &Chart) -> String {
     s
 }
 
-/// The empirical CDF of `values` (sorted in place), at most `max_points` points.
-pub fn cdf(values: &mut [f64], max_points: usize) -> Vec<(f64, f64)> {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n == 0 {
-        return Vec::new();
-    }
-    let stride = n.div_ceil(max_points.max(1)).max(1);
-    let mut out: Vec<(f64, f64)> = (0..n)
-        .step_by(stride)
-        .map(|i| (values[i], (i + 1) as f64 / n as f64))
-        .collect();
-    out.push((values[n - 1], 1.0));
-    out
-}
-
-/// Log-spaced histogram bins of positive values: (bin centre, count).
-pub fn log_histogram(values: &[f64], bins: usize) -> Vec<(f64, f64)> {
-    let pos: Vec<f64> = values.iter().copied().filter(|v| *v > 0.0).collect();
-    let (Some(lo), Some(hi)) = (
-        pos.iter().copied().reduce(f64::min),
-        pos.iter().copied().reduce(f64::max),
-    ) else {
-        return Vec::new();
-    };
-    let (a, b) = (lo.log10(), (hi * 1.0001).log10().max(lo.log10() + 1e-6));
-    let width = (b - a) / bins as f64;
-    let mut counts = vec![0u64; bins];
-    for v in pos {
-        let i = (((v.log10() - a) / width) as usize).min(bins - 1);
-        counts[i] += 1;
-    }
-    counts
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| (10f64.powf(a + (i as f64 + 0.5) * width), c as f64))
-        .collect()
-}
-
 /// The CDF of an encoded HDR histogram, values in ms (at most `max_points` points).
 pub fn cdf_of_histogram(encoded: &str, max_points: usize) -> Vec<(f64, f64)> {
     let Ok(h) = Hist::decode(encoded) else {
@@ -668,19 +629,19 @@ mod tests {
     }
 
     #[test]
-    fn cdf_ends_at_one_and_is_monotone() {
-        let mut v: Vec<f64> = (0..1000).rev().map(f64::from).collect();
-        let c = cdf(&mut v, 100);
-        assert_eq!(c.last(), Some(&(999.0, 1.0)));
+    fn histogram_cdf_ends_at_one_and_bins_conserve_counts() {
+        let mut h = Hist::new();
+        for i in 1..=500u64 {
+            h.record(i * 370);
+        }
+        let enc = h.encode().expect("encodes");
+        let c = cdf_of_histogram(&enc, 100);
+        assert_eq!(c.last().map(|p| p.1), Some(1.0));
         assert!(c.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
         assert!(c.len() <= 101);
-    }
-
-    #[test]
-    fn log_histogram_conserves_counts() {
-        let v: Vec<f64> = (1..=500).map(|i| f64::from(i) * 0.37).collect();
-        let h = log_histogram(&v, 17);
-        assert_eq!(h.iter().map(|(_, c)| *c).sum::<f64>(), 500.0);
+        let bins = log_bins_of_histogram(&enc, 17);
+        assert_eq!(bins.iter().map(|(_, n)| *n).sum::<f64>(), 500.0);
+        assert!(cdf_of_histogram("garbage", 10).is_empty());
     }
 
     #[test]
