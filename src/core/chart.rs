@@ -589,7 +589,7 @@ pub fn sweep_chart(report: &Report) -> Chart {
         .steps
         .iter()
         .filter_map(|s| {
-            let agg = s.windows.steady.or(s.windows.measured)?;
+            let (agg, _) = s.windows.headline()?;
             let per = s.decode_speed_milli?;
             Some((
                 agg.aggregate_output_milli as f64 / 1000.0,

@@ -144,16 +144,12 @@ impl Subject {
                 s.decode_speed_milli.map(|d| ms(d.p50)),
                 mw.clone(),
             );
-            let (w, wl) = match (s.windows.steady, s.windows.measured) {
-                (Some(w), _) => (Some(w), "steady window"),
-                (None, Some(w)) => (Some(w), "measured window"),
-                _ => (None, ""),
-            };
+            let w = s.windows.headline();
             push(
                 "aggregate_tok_s",
                 "aggregate output tok/s (all streams)",
-                w.map(|w| ms(w.aggregate_output_milli)),
-                wl.into(),
+                w.map(|(w, _)| ms(w.aggregate_output_milli)),
+                w.map_or("", |(_, name)| name).into(),
             );
         }
         let mean = |t: u64| (n > 0).then(|| t as f64 / n as f64);

@@ -299,6 +299,16 @@ pub struct Windows {
     pub steady: Option<WindowFigures>,
 }
 
+impl Windows {
+    /// The window a headline aggregate comes from, with its name: the steady window,
+    /// else the measured one.
+    pub fn headline(&self) -> Option<(WindowFigures, &'static str)> {
+        self.steady
+            .map(|w| (w, "steady window"))
+            .or(self.measured.map(|w| (w, "measured window")))
+    }
+}
+
 /// Offered vs achieved concurrency. Offered counts a request from `t_send` to the page
 /// seeing its end; achieved counts it on the wire, `requestStart` to `responseEnd`, when
 /// Resource Timing is known.

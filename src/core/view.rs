@@ -486,8 +486,8 @@ pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
         .and_then(|s| s.inter_chunk_us)
         .map(|d| d.mean as f64 / 1000.0);
     let pin_agg = s
-        .and_then(|s| s.windows.steady.or(s.windows.measured))
-        .map(|w| w.aggregate_output_milli as f64 / 1000.0);
+        .and_then(|s| s.windows.headline())
+        .map(|(w, _)| w.aggregate_output_milli as f64 / 1000.0);
     let pin_user = s
         .and_then(|s| s.decode_speed_milli)
         .map(|d| d.mean as f64 / 1000.0);
