@@ -91,6 +91,7 @@ fn fixture() -> String {
         cross_origin_isolated: true,
         event_loop_lag_p99_us: 400,
         event_loop_lag_max_us: 1_200,
+        host: None,
     };
     let slo = Some(Slo {
         ttft_us: Some(25_000),

@@ -407,6 +407,30 @@ pub struct RequestCounts {
     pub cooldown: Vec<u32>,
 }
 
+/// An open loop's arrivals: offered against achieved, and latency from the intended
+/// arrival (which includes the time the client held a request back), so a binding
+/// in-flight cap is shown, not hidden (no coordinated omission).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenLoopFigures {
+    /// The pinned arrival rate, req/s × 1000.
+    pub offered_rate_milli: u64,
+    /// Measured arrivals per second by their intended times, × 1000 (`(n − 1) / span`).
+    pub arrival_rate_milli: Option<u64>,
+    /// Measured requests actually sent per second, × 1000 (`(n − 1) / span` of sends).
+    pub achieved_rate_milli: Option<u64>,
+    /// Measured requests.
+    pub arrivals: u32,
+    /// Measured requests the in-flight cap held back.
+    pub held_by_cap: u32,
+    /// Send − intended arrival, µs (measured requests).
+    pub dispatch_delay_us: Option<Dist>,
+    /// TTFT from the intended arrival, µs.
+    pub ttft_from_arrival_us: Option<Dist>,
+    /// E2E from the intended arrival, µs.
+    pub e2e_from_arrival_us: Option<Dist>,
+}
+
 /// Encoded histograms of one step (HdrHistogram V2 + DEFLATE, base64).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -465,6 +489,9 @@ pub struct StepSummary {
     pub decode_slowdown: Vec<SlowdownBucket>,
     /// Offered vs achieved concurrency.
     pub concurrency: Concurrency,
+    /// Open loop: offered vs achieved arrivals and latency from the intended arrival.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopFigures>,
     /// Prompt length attainment (server usage vs requested).
     pub prompt_len: Attainment,
     /// Output length attainment.
@@ -565,6 +592,68 @@ fn concurrency_over(timeline: &[(u64, u32, u32)], start: u64, end: u64) -> (u64,
     )
 }
 
+/// Accumulates an open loop's arrival figures over the measured requests.
+#[derive(Default)]
+struct OpenAcc {
+    intended: Option<(u64, u64)>,
+    sent: Option<(u64, u64)>,
+    arrivals: u32,
+    held: u32,
+    delay: Option<Hist>,
+    ttft: Option<Hist>,
+    e2e: Option<Hist>,
+}
+
+impl OpenAcc {
+    fn add_arrival(&mut self, r: &RequestRecord) {
+        let Some(t_i) = r.t_intended_us else { return };
+        let span = |s: Option<(u64, u64)>, t: u64| {
+            let (a, b) = s.unwrap_or((t, t));
+            Some((a.min(t), b.max(t)))
+        };
+        self.intended = span(self.intended, t_i);
+        self.sent = span(self.sent, r.t_send_us);
+        self.arrivals += 1;
+        self.held += u32::from(r.held_by_cap);
+        self.delay
+            .get_or_insert_with(Hist::new)
+            .record(r.t_send_us.saturating_sub(t_i));
+    }
+
+    fn add_latency(&mut self, r: &RequestRecord, m: &RequestMetrics) {
+        let Some(t_i) = r.t_intended_us else { return };
+        let wait = r.t_send_us.saturating_sub(t_i);
+        if let Some(t) = m.ttft_us {
+            self.ttft.get_or_insert_with(Hist::new).record(t + wait);
+        }
+        if let Some(e) = m.e2e_us {
+            self.e2e.get_or_insert_with(Hist::new).record(e + wait);
+        }
+    }
+
+    fn figures(&self, load: LoadStep) -> Option<OpenLoopFigures> {
+        let LoadStep::Open { rate_milli_rps, .. } = load else {
+            return None;
+        };
+        if self.arrivals == 0 {
+            return None;
+        }
+        let rate = |s: Option<(u64, u64)>| {
+            s.and_then(|(a, b)| rate_milli(u64::from(self.arrivals - 1), b - a))
+        };
+        Some(OpenLoopFigures {
+            offered_rate_milli: rate_milli_rps,
+            arrival_rate_milli: rate(self.intended),
+            achieved_rate_milli: rate(self.sent),
+            arrivals: self.arrivals,
+            held_by_cap: self.held,
+            dispatch_delay_us: self.delay.as_ref().and_then(Dist::of),
+            ttft_from_arrival_us: self.ttft.as_ref().and_then(Dist::of),
+            e2e_from_arrival_us: self.e2e.as_ref().and_then(Dist::of),
+        })
+    }
+}
+
 fn summarize_step(
     step: u32,
     load: LoadStep,
@@ -595,6 +684,7 @@ fn summarize_step(
     let (mut prompt_att, mut output_att) = (Attainment::default(), Attainment::default());
     let mut measured_span: Option<(u64, u64)> = None;
     let mut judged: Vec<RequestMetrics> = Vec::new();
+    let mut open = OpenAcc::default();
 
     for (r, phase) in records.iter().zip(&phases) {
         if !r.outcome.is_ok() {
@@ -612,6 +702,7 @@ fn summarize_step(
             Phase::Measured => {}
         }
         counts.measured += 1;
+        open.add_arrival(r);
         let (s, e) = measured_span.unwrap_or((r.t_send_us, r.t_end_us()));
         measured_span = Some((s.min(r.t_send_us), e.max(r.t_end_us())));
         if !r.outcome.is_ok() {
@@ -639,6 +730,7 @@ fn summarize_step(
         rec_opt(&mut e2es, m.e2e_speed_milli);
         rec_opt(&mut pre, m.prefill_milli);
         rec_opt(&mut burst, m.burst_milli);
+        open.add_latency(r, &m);
         judged.push(m);
         let mut cum = 0u64;
         // Positions only grow within a stream, so the bucket is found by moving forward.
@@ -765,6 +857,7 @@ fn summarize_step(
             wire_timing_known: records.iter().all(|r| r.wire.is_some()),
             window: cw_name.to_owned(),
         },
+        open_loop: open.figures(load),
         prompt_len: prompt_att,
         output_len: output_att,
         histograms: StepHistograms {
@@ -800,6 +893,32 @@ pub struct ClientEnv {
     pub event_loop_lag_p99_us: u64,
     /// Event-loop lag max during the run, µs.
     pub event_loop_lag_max_us: u64,
+    /// Which host ran the measurement loop (absent in reports made before hosts existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<RunHost>,
+}
+
+/// Where the run loop (fetch, stream reading, timestamps) ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunHost {
+    /// A dedicated Web Worker (the browser default).
+    Worker,
+    /// The page's main thread (fallback where workers are unavailable).
+    MainThread,
+    /// The native command (`pinbench run`).
+    Native,
+}
+
+impl RunHost {
+    /// How the host is named in the UI and the report view.
+    pub fn label(self) -> &'static str {
+        match self {
+            RunHost::Worker => "browser, dedicated Web Worker",
+            RunHost::MainThread => "browser, page main thread",
+            RunHost::Native => "native command",
+        }
+    }
 }
 
 /// Whether the client, not the server, limited the run.
@@ -858,6 +977,30 @@ pub fn client_verdict(
                 s.step, c.target, c.achieved_max
             ));
         }
+        if let Some(o) = s.open_loop.filter(|o| o.held_by_cap > 0) {
+            invalid = true;
+            let p = |d: Option<Dist>| {
+                d.map(|d| {
+                    format!(
+                        "p50 {} ms, p99 {} ms",
+                        super::pins::milli(d.p50),
+                        super::pins::milli(d.p99)
+                    )
+                })
+                .unwrap_or_else(|| "none".into())
+            };
+            findings.push(format!(
+                "Step {}: the in-flight cap ({}) held back {} of {} measured arrivals: offered {} req/s, achieved {} req/s. From the intended arrival, TTFT is {} (from the send: {}); latency from the send alone hides this queueing.",
+                s.step,
+                c.target,
+                o.held_by_cap,
+                o.arrivals,
+                super::pins::milli(o.offered_rate_milli),
+                o.achieved_rate_milli.map(super::pins::milli).unwrap_or_else(|| "—".into()),
+                p(o.ttft_from_arrival_us),
+                p(s.ttft_us),
+            ));
+        }
         if !c.wire_timing_known {
             findings.push(format!("Step {}: the browser did not expose wire timing for every request (a server without Timing-Allow-Origin hides it): achieved concurrency counts those requests from when the page sent them.", s.step));
         }
@@ -914,6 +1057,8 @@ mod tests {
             prompt_tokens_requested: 100,
             output_tokens_requested: n as u32,
             t_send_us: t_send,
+            t_intended_us: None,
+            held_by_cap: false,
             t_headers_us: Some(t_send + 100),
             t_done_us: Some(t_done),
             status: Some(200),
@@ -1188,6 +1333,7 @@ mod tests {
             cross_origin_isolated: true,
             event_loop_lag_p99_us: 100,
             event_loop_lag_max_us: 500,
+            host: None,
         };
         let v = client_verdict(&records, &summary, env, false);
         assert!(v.invalid);

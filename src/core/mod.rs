@@ -14,6 +14,7 @@ pub mod prompt;
 pub mod record;
 pub mod report;
 pub mod schedule;
+pub mod session;
 pub mod sign;
 pub mod sse;
 pub mod view;

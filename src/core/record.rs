@@ -163,6 +163,13 @@ pub struct RequestRecord {
     pub output_tokens_requested: u32,
     /// Just before `fetch`, µs.
     pub t_send_us: u64,
+    /// Open loop: when the request's arrival was due (≤ `t_send_us`). Latency from it
+    /// includes the time the client held the request back (no coordinated omission).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_intended_us: Option<u64>,
+    /// Open loop: the in-flight cap held this arrival back.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held_by_cap: bool,
     /// Response headers received, µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_headers_us: Option<u64>,
@@ -419,6 +426,8 @@ impl RequestTimeline {
                 prompt_tokens_requested,
                 output_tokens_requested,
                 t_send_us,
+                t_intended_us: None,
+                held_by_cap: false,
                 t_headers_us: None,
                 t_done_us: None,
                 status: None,
@@ -443,6 +452,12 @@ impl RequestTimeline {
             done: false,
             stream_error: None,
         }
+    }
+
+    /// Open loop: the arrival was due at `intended_us`, and the cap held it back or not.
+    pub fn set_arrival(&mut self, intended_us: Option<u64>, held_by_cap: bool) {
+        self.rec.t_intended_us = intended_us;
+        self.rec.held_by_cap = held_by_cap;
     }
 
     /// Response headers arrived.

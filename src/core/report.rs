@@ -650,6 +650,7 @@ pub(crate) mod tests {
             cross_origin_isolated: true,
             event_loop_lag_p99_us: 300,
             event_loop_lag_max_us: 900,
+            host: None,
         };
         let body = ReportBody::build(
             "2026-11-29T15:00:00Z".into(),

@@ -2,10 +2,23 @@
 //! a rate, Poisson or gamma, with an in-flight cap), through warm-up, measured and
 //! cool-down windows. Pure: time comes in as µs, randomness as a 32-byte seed.
 //!
-//! Phases end exactly as [`crate::core::metrics::classify`] splits them afterwards: a
-//! `Requests` span ends after that many dispatches; a `Duration` span ends that long
-//! after the previous phase ended.
+//! Phases follow one definition, [`PhaseClock`], the same one
+//! [`crate::core::metrics::classify`] applies to the records afterwards (a property test
+//! checks the two agree for every mix of counted and timed spans):
+//!
+//! * warm-up starts at the first dispatch `t0`. `Requests { n }`: the first `n`
+//!   dispatches; `Duration { ms }`: dispatches before `t0 + ms`.
+//! * the measured window starts at `t0 + ms` after a timed warm-up, else at the first
+//!   dispatch after the warm-up (`t_w`). `Requests { n }`: the next `n` dispatches;
+//!   `Duration { ms }`: dispatches before `t_w + ms`.
+//! * cool-down: what follows, up to its own count, or for its duration from the end of
+//!   the measured window (`t_w + ms` when timed, else the first cool-down dispatch).
+//!
+//! Open loops keep every request's **intended arrival time**: an arrival the in-flight
+//! cap holds back is sent late, and the scheduler says when it was due, so its latency
+//! can be reported from the arrival (no coordinated omission).
 
+use super::metrics::Phase;
 use super::pins::{Arrival, LoadStep, Span, WindowPlan};
 
 /// What the runner should do now.
@@ -19,6 +32,111 @@ pub enum Next {
     WaitForCompletion,
     /// Every request of the step has been dispatched.
     Done,
+}
+
+/// One dispatch, as the scheduler accounted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dispatched {
+    /// The phase this dispatch belongs to.
+    pub phase: Phase,
+    /// Open loop: when the arrival was due (≤ the send time). Closed loop: `None`.
+    pub intended_us: Option<u64>,
+    /// Open loop: the in-flight cap held this arrival back (it was due while the cap
+    /// was full).
+    pub held_by_cap: bool,
+}
+
+/// The phase definition shared by the scheduler and [`crate::core::metrics::classify`].
+#[derive(Clone, Debug)]
+pub struct PhaseClock {
+    spans: [Span; 3],
+    t0: Option<u64>,
+    t_w: Option<u64>,
+    t_cool: Option<u64>,
+    counts: [u32; 3],
+}
+
+impl PhaseClock {
+    /// A clock for one step's windows.
+    pub fn new(window: WindowPlan) -> Self {
+        Self {
+            spans: [window.warmup, window.measured, window.cooldown],
+            t0: None,
+            t_w: None,
+            t_cool: None,
+            counts: [0; 3],
+        }
+    }
+
+    /// The phase a dispatch at `t` would get (`None`: past the cool-down, so the step
+    /// sends nothing more), and the window starts it would fix.
+    fn peek(&self, t: u64) -> (Option<Phase>, u64, Option<u64>) {
+        let t0 = self.t0.unwrap_or(t);
+        let warm = match self.spans[0] {
+            Span::Requests { count } => self.counts[0] < count,
+            Span::Duration { ms } => t < t0.saturating_add(ms.saturating_mul(1000)),
+        };
+        if warm {
+            return (Some(Phase::Warmup), t0, None);
+        }
+        let t_w = match self.spans[0] {
+            Span::Duration { ms } => t0.saturating_add(ms.saturating_mul(1000)),
+            Span::Requests { .. } => self.t_w.unwrap_or(t),
+        };
+        let measured = match self.spans[1] {
+            Span::Requests { count } => self.counts[1] < count,
+            Span::Duration { ms } => t < t_w.saturating_add(ms.saturating_mul(1000)),
+        };
+        if measured {
+            return (Some(Phase::Measured), t0, Some(t_w));
+        }
+        let t_cool = match self.spans[1] {
+            Span::Duration { ms } => t_w.saturating_add(ms.saturating_mul(1000)),
+            Span::Requests { .. } => self.t_cool.unwrap_or(t),
+        };
+        let cool = match self.spans[2] {
+            Span::Requests { count } => self.counts[2] < count,
+            Span::Duration { ms } => t < t_cool.saturating_add(ms.saturating_mul(1000)),
+        };
+        (cool.then_some(Phase::Cooldown), t0, Some(t_w))
+    }
+
+    /// Whether a dispatch at `t` would fall past the cool-down (the step is over).
+    pub fn is_over(&self, t: u64) -> bool {
+        self.peek(t).0.is_none()
+    }
+
+    /// Accounts a dispatch at `t` (dispatch times never decrease) and returns its phase;
+    /// a dispatch past the cool-down counts as cool-down, as `classify` would put it.
+    pub fn dispatch(&mut self, t: u64) -> Phase {
+        let (phase, t0, t_w) = self.peek(t);
+        self.t0 = Some(t0);
+        if let Some(tw) = t_w {
+            self.t_w.get_or_insert(tw);
+        }
+        let phase = phase.unwrap_or(Phase::Cooldown);
+        if phase == Phase::Cooldown && self.t_cool.is_none() {
+            self.t_cool = Some(match self.spans[1] {
+                Span::Duration { ms } => self
+                    .t_w
+                    .unwrap_or(t)
+                    .saturating_add(ms.saturating_mul(1000)),
+                Span::Requests { .. } => t,
+            });
+        }
+        let i = match phase {
+            Phase::Warmup => 0,
+            Phase::Measured => 1,
+            Phase::Cooldown => 2,
+        };
+        self.counts[i] += 1;
+        phase
+    }
+
+    /// When the measured window started, once it has.
+    pub fn measured_start_us(&self) -> Option<u64> {
+        self.t_w
+    }
 }
 
 /// A small deterministic generator (splitmix64) seeded by the caller's random bytes.
@@ -83,32 +201,27 @@ impl Rng {
 #[derive(Clone, Debug)]
 pub struct Scheduler {
     load: LoadStep,
-    spans: [Span; 3],
-    phase: usize,
-    phase_start_us: u64,
-    phase_dispatched: u32,
+    clock: PhaseClock,
     dispatched: u32,
     in_flight: u32,
     next_arrival_us: u64,
+    /// The arrival now due was found waiting for the cap.
+    head_held: bool,
     rng: Rng,
 }
 
 impl Scheduler {
-    /// Starts at `t0_us`.
+    /// Starts at `t0_us` (an open loop's first arrival is due then).
     pub fn new(load: LoadStep, window: WindowPlan, t0_us: u64, seed: [u8; 32]) -> Self {
-        let mut s = Self {
+        Self {
             load,
-            spans: [window.warmup, window.measured, window.cooldown],
-            phase: 0,
-            phase_start_us: t0_us,
-            phase_dispatched: 0,
+            clock: PhaseClock::new(window),
             dispatched: 0,
             in_flight: 0,
             next_arrival_us: t0_us,
+            head_held: false,
             rng: Rng::from_seed(seed),
-        };
-        s.advance_phases(t0_us);
-        s
+        }
     }
 
     /// Requests dispatched so far.
@@ -121,35 +234,26 @@ impl Scheduler {
         self.in_flight
     }
 
+    /// The load of this step.
+    pub fn load(&self) -> LoadStep {
+        self.load
+    }
+
+    /// The phase clock (for the measured window's start).
+    pub fn clock(&self) -> &PhaseClock {
+        &self.clock
+    }
+
     /// Total requests the step will send, when every span counts requests.
     pub fn planned_total(&self) -> Option<u32> {
-        self.spans
+        self.clock
+            .spans
             .iter()
             .map(|s| match s {
                 Span::Requests { count } => Some(*count),
                 Span::Duration { .. } => None,
             })
             .sum()
-    }
-
-    fn advance_phases(&mut self, now: u64) {
-        while self.phase < 3 {
-            let end = match self.spans[self.phase] {
-                Span::Requests { count } => (self.phase_dispatched >= count).then_some(now),
-                Span::Duration { ms } => {
-                    let end = self.phase_start_us.saturating_add(ms * 1000);
-                    (now >= end).then_some(end)
-                }
-            };
-            match end {
-                Some(t) => {
-                    self.phase += 1;
-                    self.phase_start_us = t;
-                    self.phase_dispatched = 0;
-                }
-                None => break,
-            }
-        }
     }
 
     fn inter_arrival_us(&mut self, rate_milli_rps: u64, arrival: Arrival) -> u64 {
@@ -166,53 +270,68 @@ impl Scheduler {
 
     /// What to do at `now_us`.
     pub fn next(&mut self, now_us: u64) -> Next {
-        self.advance_phases(now_us);
-        if self.phase >= 3 {
-            return Next::Done;
-        }
         match self.load {
             LoadStep::Closed { concurrency } => {
-                if self.in_flight < concurrency {
+                if self.clock.is_over(now_us) {
+                    Next::Done
+                } else if self.in_flight < concurrency {
                     Next::Dispatch
                 } else {
                     Next::WaitForCompletion
                 }
             }
             LoadStep::Open { in_flight_cap, .. } => {
-                if now_us < self.next_arrival_us {
+                // The next arrival decides: past the cool-down, nothing more is sent.
+                let due = self.next_arrival_us.max(now_us);
+                if self.clock.is_over(due) {
+                    Next::Done
+                } else if now_us < self.next_arrival_us {
                     Next::WaitUntil(self.next_arrival_us)
                 } else if self.in_flight < in_flight_cap {
                     Next::Dispatch
                 } else {
+                    self.head_held = true;
                     Next::WaitForCompletion
                 }
             }
         }
     }
 
-    /// A request was sent at `now_us`.
-    pub fn on_dispatch(&mut self, now_us: u64) {
+    /// A request was sent at `now_us`: returns its phase and, for an open loop, when it
+    /// was due.
+    pub fn on_dispatch(&mut self, now_us: u64) -> Dispatched {
         self.dispatched += 1;
-        self.phase_dispatched += 1;
         self.in_flight += 1;
-        if let LoadStep::Open {
-            rate_milli_rps,
-            arrival,
-            ..
-        } = self.load
-        {
-            // The next arrival follows the previous *arrival*, not the dispatch, so a
-            // capped client does not slow the offered rate down.
-            let gap = self.inter_arrival_us(rate_milli_rps, arrival);
-            self.next_arrival_us = self.next_arrival_us.saturating_add(gap);
+        let phase = self.clock.dispatch(now_us);
+        match self.load {
+            LoadStep::Open {
+                rate_milli_rps,
+                arrival,
+                ..
+            } => {
+                let intended = self.next_arrival_us.min(now_us);
+                let held = std::mem::take(&mut self.head_held);
+                // The next arrival follows the previous *arrival*, not the dispatch, so a
+                // capped client does not slow the offered rate down.
+                let gap = self.inter_arrival_us(rate_milli_rps, arrival);
+                self.next_arrival_us = self.next_arrival_us.saturating_add(gap);
+                Dispatched {
+                    phase,
+                    intended_us: Some(intended),
+                    held_by_cap: held,
+                }
+            }
+            LoadStep::Closed { .. } => Dispatched {
+                phase,
+                intended_us: None,
+                held_by_cap: false,
+            },
         }
-        self.advance_phases(now_us);
     }
 
     /// A request ended at `now_us`.
-    pub fn on_complete(&mut self, now_us: u64) {
+    pub fn on_complete(&mut self, _now_us: u64) {
         self.in_flight = self.in_flight.saturating_sub(1);
-        self.advance_phases(now_us);
     }
 }
 

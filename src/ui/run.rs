@@ -475,6 +475,7 @@ pub fn RunPage() -> impl IntoView {
                         cross_origin_isolated: web::cross_origin_isolated(),
                         event_loop_lag_p99_us: p99,
                         event_loop_lag_max_us: max,
+                        host: None,
                     };
                     save_checkpoint(Checkpoint {
                         created: created.clone(),
@@ -533,6 +534,7 @@ pub fn RunPage() -> impl IntoView {
                 cross_origin_isolated: web::cross_origin_isolated(),
                 event_loop_lag_p99_us: lag_p99,
                 event_loop_lag_max_us: lag_max,
+                host: None,
             };
             // Only what was read from this endpoint (the URL may have changed since).
             let snapshots: Vec<ProbeSnapshot> = probes
