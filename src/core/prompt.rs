@@ -14,7 +14,7 @@ const WORDS: [&str; 32] = [
 ];
 
 /// Measured tokens per word, ×1000.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Calibration {
     /// Tokens per prompt word × 1000.
     pub tokens_per_word_milli: u64,

@@ -102,9 +102,10 @@ fn Shell() -> impl IntoView {
         <main class="shell__main" data-testid="section">
             <h2 data-testid="section-title">{move || section.get().label()}</h2>
             <p>{move || section.get().blurb()}</p>
-            <Show when=move || section.get() == Section::Run>
+            // Always mounted: switching screens never stops a run or loses its report.
+            <div hidden=move || section.get() != Section::Run>
                 <run::RunPage />
-            </Show>
+            </div>
             <p role="alert" data-testid="src-error">{move || src_error.get()}</p>
             <div hidden=move || section.get() != Section::Reports>
                 <viewer::ReportsPage />

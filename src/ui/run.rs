@@ -6,16 +6,22 @@ use std::rc::Rc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use crate::core::metrics::{ClientEnv, Dist, Slo};
+use crate::core::metrics::{ClientEnv, Dist, RunHost, Slo};
 use crate::core::pins::{self, FitInputs, Provenance, RawConfig, RawField, RunConfig};
 use crate::core::report::{Checkpoint, ProbeSnapshot, Report, ReportBody};
+use crate::core::session::Progress;
 use crate::core::sign::KeyPair;
-use crate::web::runner::{self, Progress, RunInputs};
+use crate::web::host::{BrowserHost, HostSink, LagMonitor, RunRequest, RunResult, LAG_PROBE_MS};
+use crate::web::runner;
+use crate::web::worker::{PageSink, WorkerRun};
 use crate::web::{self, fetch};
 
 const KEY_STORAGE: &str = "pinbench.signing-key";
-/// Where a run in progress keeps its completed requests when the tab is closed.
-const CHECKPOINT_STORAGE: &str = "pinbench.interrupted-run";
+/// Where a run in progress keeps its completed requests (one key per run id), so that a
+/// closed or crashed tab loses none of them.
+const CHECKPOINT_PREFIX: &str = "pinbench.checkpoint.";
+/// The single checkpoint key of earlier versions (still offered when found).
+const LEGACY_CHECKPOINT: &str = "pinbench.interrupted-run";
 /// Where the API key is kept, only when the user ticks "remember".
 const API_KEY_STORAGE: &str = "pinbench.api-key";
 
@@ -67,9 +73,9 @@ fn provenance_label(p: &Provenance) -> String {
     }
 }
 
-/// Writes a checkpoint to storage; when it does not fit, keeps the first half of the
+/// Writes a checkpoint under `key`; when it does not fit, keeps the first half of the
 /// records, then the first quarter, … and says how many were left out.
-fn save_checkpoint(mut cp: Checkpoint) {
+fn save_checkpoint(key: &str, mut cp: Checkpoint) {
     let Some(store) = web::storage() else { return };
     let total = cp.records.len();
     loop {
@@ -77,7 +83,7 @@ fn save_checkpoint(mut cp: Checkpoint) {
         let Ok(text) = serde_json::to_string(&cp) else {
             return;
         };
-        if store.set_item(CHECKPOINT_STORAGE, &text).is_ok() || cp.records.is_empty() {
+        if store.set_item(key, &text).is_ok() || cp.records.is_empty() {
             return;
         }
         let keep = cp.records.len() / 2;
@@ -85,10 +91,260 @@ fn save_checkpoint(mut cp: Checkpoint) {
     }
 }
 
-/// An interrupted run's checkpoint, if the last tab left one.
-fn stored_checkpoint() -> Option<Checkpoint> {
-    let text = web::storage()?.get_item(CHECKPOINT_STORAGE).ok()??;
-    serde_json::from_str(&text).ok()
+fn remove_checkpoint(key: &str) {
+    if let Some(s) = web::storage() {
+        let _ = s.remove_item(key);
+    }
+}
+
+/// Checkpoints of interrupted runs (one per run id; the oldest form had one key).
+fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
+    let Some(store) = web::storage() else {
+        return Vec::new();
+    };
+    let n = store.length().unwrap_or(0);
+    let keys: Vec<String> = (0..n)
+        .filter_map(|i| store.key(i).ok().flatten())
+        .filter(|k| k.starts_with(CHECKPOINT_PREFIX) || k == LEGACY_CHECKPOINT)
+        .collect();
+    let mut out: Vec<(String, Checkpoint)> = keys
+        .into_iter()
+        .filter_map(|k| {
+            let text = store.get_item(&k).ok()??;
+            let cp: Checkpoint = serde_json::from_str(&text).ok()?;
+            Some((k, cp))
+        })
+        .collect();
+    out.sort_by(|a, b| a.1.created.cmp(&b.1.created));
+    out
+}
+
+/// A run in progress: in a dedicated worker, or on this page where workers are
+/// unavailable.
+enum RunHandle {
+    Worker(WorkerRun),
+    Page(BrowserHost),
+}
+
+impl RunHandle {
+    fn stop(&self) {
+        match self {
+            RunHandle::Worker(w) => w.stop(),
+            RunHandle::Page(h) => h.stop(),
+        }
+    }
+}
+
+/// What the page keeps about a run while it goes: what the report needs besides the
+/// records, and the checkpoint (keyed by run id, so a second run or tab never
+/// overwrites an interrupted one).
+struct RunContext {
+    created: String,
+    cfg: RunConfig,
+    slo: Option<Slo>,
+    probes: Vec<ProbeSnapshot>,
+    key: String,
+    completed: std::cell::RefCell<Vec<crate::core::record::RequestRecord>>,
+    listener: wasm_bindgen::closure::Closure<dyn FnMut()>,
+}
+
+impl RunContext {
+    fn new(created: String, cfg: RunConfig, slo: Option<Slo>, probes: Vec<ProbeSnapshot>) -> Self {
+        let id: String = web::random_seed()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let key = format!("{CHECKPOINT_PREFIX}{id}");
+        let listener = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(|| {
+            CURRENT_RUN.with(|c| {
+                if let Some(ctx) = c.borrow().as_ref() {
+                    ctx.write_checkpoint();
+                }
+            })
+        });
+        let ctx = Self {
+            created,
+            cfg,
+            slo,
+            probes,
+            key,
+            completed: std::cell::RefCell::new(Vec::new()),
+            listener,
+        };
+        ctx.listen(true);
+        ctx
+    }
+
+    /// Written every few seconds and when the page is hidden or unloaded.
+    fn listen(&self, on: bool) {
+        use wasm_bindgen::JsCast;
+        let f = self.listener.as_ref().unchecked_ref();
+        if let Some(w) = web_sys::window() {
+            for ev in ["pagehide", "visibilitychange"] {
+                let _ = if on {
+                    w.add_event_listener_with_callback(ev, f)
+                } else {
+                    w.remove_event_listener_with_callback(ev, f)
+                };
+            }
+        }
+    }
+
+    fn write_checkpoint(&self) {
+        save_checkpoint(
+            &self.key,
+            Checkpoint {
+                created: self.created.clone(),
+                config: self.cfg.clone(),
+                env: ClientEnv {
+                    timer_resolution_us: 0,
+                    cross_origin_isolated: web::cross_origin_isolated(),
+                    event_loop_lag_p99_us: 0,
+                    event_loop_lag_max_us: 0,
+                    host: None,
+                },
+                planned: None,
+                records: self.completed.borrow().clone(),
+                dropped: 0,
+            },
+        );
+    }
+}
+
+thread_local! {
+    /// The run whose checkpoint the page-hide listener writes.
+    static CURRENT_RUN: std::cell::RefCell<Option<Rc<RunContext>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The page's signals a run reports to.
+#[derive(Clone)]
+struct RunSinks {
+    ctx: Rc<RunContext>,
+    progress: RwSignal<Progress>,
+    report: RwSignal<Option<Report>>,
+    unsigned: RwSignal<Option<String>>,
+    run_error: RwSignal<String>,
+    running: RwSignal<bool>,
+    handle: StoredValue<Option<RunHandle>, LocalStorage>,
+    page_lag: StoredValue<Option<LagMonitor>, LocalStorage>,
+    page_lag_text: RwSignal<String>,
+}
+
+impl RunSinks {
+    fn on_progress(&self, p: Progress) {
+        self.page_lag.with_value(|l| {
+            if let Some(l) = l {
+                let (p99, max) = l.snapshot();
+                self.page_lag_text.set(format!(
+                    "page event-loop lag p99 {} ms (max {} ms)",
+                    pins::milli(p99),
+                    pins::milli(max)
+                ));
+            }
+        });
+        self.progress.set(p);
+    }
+
+    fn on_checkpoint(&self, records: &[crate::core::record::RequestRecord]) {
+        self.ctx.completed.borrow_mut().extend_from_slice(records);
+        self.ctx.write_checkpoint();
+    }
+
+    fn on_done(&self, result: RunResult) {
+        let ctx = &self.ctx;
+        ctx.listen(false);
+        CURRENT_RUN.with(|c| *c.borrow_mut() = None);
+        self.page_lag.with_value(|l| {
+            if let Some(l) = l {
+                let (p99, max) = l.snapshot();
+                self.page_lag_text.set(format!(
+                    "page event-loop lag p99 {} ms (max {} ms)",
+                    pins::milli(p99),
+                    pins::milli(max)
+                ));
+            }
+        });
+        self.page_lag.set_value(None);
+        let built = ReportBody::build(
+            ctx.created.clone(),
+            ctx.cfg.clone(),
+            ctx.slo,
+            ctx.probes.clone(),
+            result.env,
+            result.records.clone(),
+        )
+        .map_err(|e| format!("Could not build the report: {e}"))
+        .and_then(|body| {
+            let mut r = Report::new(body);
+            r.sign(&signing_key())
+                .map(|()| r)
+                .map_err(|e| format!("Could not sign the report: {e}"))
+        });
+        match built {
+            Ok(r) => {
+                remove_checkpoint(&ctx.key);
+                self.report.set(Some(r));
+            }
+            Err(e) => {
+                // Keep the checkpoint, and offer the records with the error, unsigned.
+                *ctx.completed.borrow_mut() = result.records.clone();
+                ctx.write_checkpoint();
+                let doc = serde_json::json!({
+                    "error": e,
+                    "created": ctx.created,
+                    "config": ctx.cfg,
+                    "env": result.env,
+                    "records": result.records,
+                });
+                self.unsigned.set(Some(doc.to_string()));
+                self.run_error.set(format!(
+                    "{e} The records are kept (checkpoint) and can be downloaded unsigned."
+                ));
+            }
+        }
+        self.running.set(false);
+    }
+
+    fn on_failed(&self, message: String) {
+        self.run_error.set(message);
+        self.running.set(false);
+        self.page_lag.set_value(None);
+    }
+
+    /// Callbacks for a run on this page's main thread.
+    fn page_sink(&self) -> HostSink {
+        let (a, b, c) = (self.clone(), self.clone(), self.clone());
+        CURRENT_RUN.with(|cur| *cur.borrow_mut() = Some(self.ctx.clone()));
+        HostSink {
+            progress: Box::new(move |p| a.on_progress(p)),
+            checkpoint: Box::new(move |r| b.on_checkpoint(r)),
+            done: Box::new(move |r| c.on_done(r)),
+        }
+    }
+
+    /// Callbacks for a run in a worker; when the worker fails before the run starts,
+    /// the run moves to this page's main thread.
+    fn worker_sink(&self, req: RunRequest) -> PageSink {
+        let (a, b, c, d) = (self.clone(), self.clone(), self.clone(), self.clone());
+        CURRENT_RUN.with(|cur| *cur.borrow_mut() = Some(self.ctx.clone()));
+        PageSink {
+            progress: Box::new(move |p| a.on_progress(p)),
+            checkpoint: Box::new(move |r| b.on_checkpoint(&r)),
+            done: Box::new(move |r| c.on_done(r)),
+            failed: Box::new(move |msg, started| {
+                if started {
+                    return d.on_failed(msg);
+                }
+                web_sys::console::warn_1(&format!("pinbench: the run worker failed ({msg}); running on the page's main thread").into());
+                // Replaced outside the worker's own callback (which the old handle owns).
+                let (d, req) = (d.clone(), req.clone());
+                spawn_local(async move {
+                    let h = BrowserHost::start(req, RunHost::MainThread, d.page_sink());
+                    d.handle.set_value(Some(RunHandle::Page(h)));
+                });
+            }),
+        }
+    }
 }
 
 /// The signing key in browser storage, if one was created (never creates one).
@@ -326,7 +582,12 @@ pub fn RunPage() -> impl IntoView {
     // What the last probe read, kept in the report beside the pins it filled.
     let probes = RwSignal::new(Vec::<ProbeSnapshot>::new());
     let run_error = RwSignal::new(String::new());
-    let abort = StoredValue::new_local(None::<web_sys::AbortController>);
+    // A failed build or sign: the records and the error, offered as an unsigned download.
+    let unsigned = RwSignal::new(None::<String>);
+    let handle = StoredValue::new_local(None::<RunHandle>);
+    // The page's own event-loop lag during a run (the worker measures its own).
+    let page_lag = StoredValue::new_local(None::<LagMonitor>);
+    let page_lag_text = RwSignal::new(String::new());
     let key_id = RwSignal::new(String::new());
     Effect::new(move |_| key_id.set(signing_key().key_id()));
     let key_import = RwSignal::new(String::new());
@@ -423,14 +684,11 @@ pub fn RunPage() -> impl IntoView {
             Ok(s) => s,
             Err(e) => return run_error.set(e),
         };
-        let controller = match web_sys::AbortController::new() {
-            Ok(c) => c,
-            Err(_) => return run_error.set("This browser has no AbortController.".into()),
-        };
-        abort.set_value(Some(controller.clone()));
         running.set(true);
         report.set(None);
+        unsigned.set(None);
         run_error.set(String::new());
+        progress.set(Progress::default());
         let key = api_key.get_untracked();
         spawn_local(async move {
             let calibration = match cfg.prompt_exactness.value {
@@ -449,121 +707,60 @@ pub fn RunPage() -> impl IntoView {
                 .to_iso_string()
                 .as_string()
                 .unwrap_or_default();
-            let completed = Rc::new(std::cell::RefCell::new(Vec::new()));
-            let inputs = Rc::new(RunInputs {
-                cfg: cfg.clone(),
-                api_key: Some(key).filter(|k| !k.is_empty()),
-                calibration,
-                extra_header: None,
-                completed: completed.clone(),
-            });
-            let env_res = web::timer_resolution_us();
-            let lag = Rc::new(std::cell::RefCell::new(runner::LagMonitor::start(20)));
-            // A closed tab keeps every completed request (written when the page is hidden
-            // or unloaded, never during the run's hot path).
-            let checkpoint = {
-                let (cfg, created, completed, lag) =
-                    (cfg.clone(), created.clone(), completed.clone(), lag.clone());
-                wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
-                    let (p99, max) = lag
-                        .borrow()
-                        .as_ref()
-                        .map(|m| m.snapshot())
-                        .unwrap_or((0, 0));
-                    let env = ClientEnv {
-                        timer_resolution_us: env_res,
-                        cross_origin_isolated: web::cross_origin_isolated(),
-                        event_loop_lag_p99_us: p99,
-                        event_loop_lag_max_us: max,
-                        host: None,
-                    };
-                    save_checkpoint(Checkpoint {
-                        created: created.clone(),
-                        config: cfg.clone(),
-                        env,
-                        planned: None,
-                        records: completed.borrow().clone(),
-                        dropped: 0,
-                    });
-                })
-            };
-            let window = web_sys::window();
-            if let Some(w) = &window {
-                use wasm_bindgen::JsCast;
-                let _ = w.add_event_listener_with_callback(
-                    "pagehide",
-                    checkpoint.as_ref().unchecked_ref(),
-                );
-            }
-            // Batch UI updates to one per animation frame, so rendering never competes with
-            // timestamping chunks.
-            let pending = Rc::new(std::cell::RefCell::new(None::<Progress>));
-            let scheduled = Rc::new(std::cell::Cell::new(false));
-            let on_progress: Rc<dyn Fn(Progress)> = Rc::new(move |p| {
-                *pending.borrow_mut() = Some(p);
-                if scheduled.replace(true) {
-                    return;
-                }
-                let (pend, sch) = (pending.clone(), scheduled.clone());
-                let cb = wasm_bindgen::closure::Closure::once_into_js(move || {
-                    sch.set(false);
-                    if let Some(p) = pend.borrow_mut().take() {
-                        progress.set(p);
-                    }
-                });
-                if let Some(w) = web_sys::window() {
-                    use wasm_bindgen::JsCast;
-                    let _ = w.request_animation_frame(cb.unchecked_ref());
-                }
-            });
-            let records = runner::run(inputs, controller, on_progress).await;
-            if let Some(w) = &window {
-                use wasm_bindgen::JsCast;
-                let _ = w.remove_event_listener_with_callback(
-                    "pagehide",
-                    checkpoint.as_ref().unchecked_ref(),
-                );
-            }
-            drop(checkpoint);
-            if let Some(s) = web::storage() {
-                let _ = s.remove_item(CHECKPOINT_STORAGE);
-            }
-            let (lag_p99, lag_max) = lag.borrow_mut().take().map(|m| m.stop()).unwrap_or((0, 0));
-            let env = ClientEnv {
-                timer_resolution_us: env_res,
-                cross_origin_isolated: web::cross_origin_isolated(),
-                event_loop_lag_p99_us: lag_p99,
-                event_loop_lag_max_us: lag_max,
-                host: None,
-            };
             // Only what was read from this endpoint (the URL may have changed since).
             let snapshots: Vec<ProbeSnapshot> = probes
                 .get_untracked()
                 .into_iter()
                 .filter(|p| p.url.starts_with(&format!("{}/", cfg.endpoint.base_url)))
                 .collect();
-            match ReportBody::build(created, cfg, slo, snapshots, env, records) {
-                Ok(body) => {
-                    let mut r = Report::new(body);
-                    match r.sign(&signing_key()) {
-                        Ok(()) => report.set(Some(r)),
-                        Err(e) => run_error.set(format!("Could not sign the report: {e}")),
-                    }
+            let ctx = Rc::new(RunContext::new(created, cfg.clone(), slo, snapshots));
+            let req = RunRequest {
+                cfg,
+                calibration,
+                api_key: Some(key).filter(|k| !k.is_empty()),
+                extra_header: None,
+                seed: web::random_seed().to_vec(),
+            };
+            let sinks = RunSinks {
+                ctx: ctx.clone(),
+                progress,
+                report,
+                unsigned,
+                run_error,
+                running,
+                handle,
+                page_lag,
+                page_lag_text,
+            };
+            page_lag.set_value(Some(LagMonitor::start(LAG_PROBE_MS)));
+            let h = match WorkerRun::start(req.clone(), sinks.worker_sink(req.clone())) {
+                Ok(w) => RunHandle::Worker(w),
+                Err(e) => {
+                    web_sys::console::warn_1(
+                        &format!(
+                            "pinbench: no run worker ({e}); running on the page's main thread"
+                        )
+                        .into(),
+                    );
+                    RunHandle::Page(BrowserHost::start(
+                        req,
+                        RunHost::MainThread,
+                        sinks.page_sink(),
+                    ))
                 }
-                Err(e) => run_error.set(format!("Could not build the report: {e}")),
-            }
-            running.set(false);
+            };
+            handle.set_value(Some(h));
         });
     };
-    let interrupted = RwSignal::new_local(stored_checkpoint());
+    let interrupted = RwSignal::new_local(stored_checkpoints().into_iter().next());
     let on_interrupted_discard = move |()| {
-        if let Some(s) = web::storage() {
-            let _ = s.remove_item(CHECKPOINT_STORAGE);
+        if let Some((key, _)) = interrupted.get_untracked() {
+            remove_checkpoint(&key);
         }
-        interrupted.set(None);
+        interrupted.set(stored_checkpoints().into_iter().next());
     };
     let on_interrupted_report = move |()| {
-        let Some(cp) = interrupted.get_untracked() else {
+        let Some((_, cp)) = interrupted.get_untracked() else {
             return;
         };
         match cp.into_body() {
@@ -583,8 +780,21 @@ pub fn RunPage() -> impl IntoView {
         }
     };
     let on_stop = move |_| {
-        if let Some(c) = abort.get_value() {
-            c.abort();
+        handle.with_value(|h| {
+            if let Some(h) = h {
+                h.stop();
+            }
+        });
+    };
+    let on_dismiss = move |_| {
+        report.set(None);
+        unsigned.set(None);
+    };
+    let on_download_unsigned = move |_| {
+        if let Some(text) = unsigned.get_untracked() {
+            if let Err(e) = web::download("pinbench-unsigned-run.json", "application/json", &text) {
+                run_error.set(format!("Download failed: {e}"));
+            }
         }
     };
     let on_download = move |_| {
@@ -638,7 +848,7 @@ pub fn RunPage() -> impl IntoView {
 
     view! {
         <section class="run" aria-label="Run a benchmark">
-            {move || interrupted.get().map(|cp| {
+            {move || interrupted.get().map(|(_, cp)| {
                 let n = cp.records.len();
                 let created = cp.created.clone();
                 let model = cp.config.model.id.value.clone();
@@ -724,7 +934,7 @@ pub fn RunPage() -> impl IntoView {
                         let ms = |s: pins::Span| match s { pins::Span::Duration { ms } => Some(ms), pins::Span::Requests { .. } => None };
                         Some((ms(w.warmup)? + ms(w.measured)? + ms(w.cooldown)?) * c.load.value.steps.len() as u64)
                     }));
-                    let elapsed_ms = web::now_us().saturating_sub(p.started_us) / 1000;
+                    let elapsed_ms = p.now_us.saturating_sub(p.started_us) / 1000;
                     view! {
                         <label>"Requests "
                             <progress data-testid="progress-requests" max=p.planned.unwrap_or(0).max(1).to_string() value=p.completed.to_string()></progress>
@@ -739,16 +949,17 @@ pub fn RunPage() -> impl IntoView {
                 <p data-testid="live">
                 {move || {
                     let p = progress.get();
-                    let elapsed = (web::now_us().saturating_sub(p.started_us)) as f64 / 1e6;
+                    let elapsed = (p.now_us.saturating_sub(p.started_us)) as f64 / 1e6;
                     let per_stream = if p.decode.1 > 0 {
                         format!("{:.1}", p.decode.0 as f64 / f64::from(p.decode.1) / 1000.0)
                     } else {
                         "—".into()
                     };
                     format!(
-                        "step {}/{} · dispatched {}{} · completed {} · in flight {} of target {} · {} tokens · aggregate {:.0} tok/s (all streams, since start) · per-stream decode {} tok/s (mean of completed requests) · errors: {}",
+                        "step {}/{}{} · dispatched {}{} · completed {} · in flight {} of target {} · {} tokens · aggregate {:.0} tok/s (all streams, since start) · per-stream decode {} tok/s (mean of completed requests){} · errors: {}",
                         p.step.0 + 1,
                         p.step.1.max(1),
+                        p.phase.as_deref().map(|ph| format!(" ({ph})")).unwrap_or_default(),
                         p.dispatched,
                         p.planned.map(|n| format!(" of {n}")).unwrap_or_default(),
                         p.completed,
@@ -757,13 +968,21 @@ pub fn RunPage() -> impl IntoView {
                         p.tokens,
                         if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 },
                         per_stream,
+                        if p.held_by_cap > 0 { format!(" · {} arrivals held back by the in-flight cap", p.held_by_cap) } else { String::new() },
                         if p.errors.is_empty() { "none".to_owned() } else { p.errors.iter().map(|(k, n)| format!("{k}×{n}")).collect::<Vec<_>>().join(", ") },
                     )
                 }}
                 </p>
+                <p data-testid="page-lag">{move || page_lag_text.get()}</p>
             </div>
             <p class="run__error" data-testid="run-error" role="alert">{move || run_error.get()}</p>
-            {move || report.get().map(|r| results_view(&r, on_download))}
+            {move || unsigned.get().map(|_| view! {
+                <button data-testid="download-unsigned" on:click=on_download_unsigned>"Download the records unsigned, with the error"</button>
+            })}
+            {move || report.get().map(|r| view! {
+                {results_view(&r, on_download)}
+                <button data-testid="dismiss-report" on:click=on_dismiss>"Dismiss this report"</button>
+            })}
         </section>
     }
 }
@@ -816,6 +1035,7 @@ fn results_view(
             <p class="results__pins" data-testid="results-pins">{pins}</p>
             <ul data-testid="report-notes">{b.notes.iter().map(|n| view! { <li><strong>{n.clone()}</strong></li> }).collect_view()}</ul>
             <p data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
+            <p data-testid="run-host">{format!("Measured by: {}", b.client.env.host.map(|h| h.label()).unwrap_or("not recorded"))}</p>
             <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
             <table>
                 <thead><tr><th>"load"</th><th>"aggregate output"</th><th>"per-stream decode"</th><th>"TTFT"</th><th>"TPOT"</th><th>"concurrency"</th><th>"errors"</th><th>"goodput"</th></tr></thead>

@@ -3,22 +3,88 @@
 
 pub mod fetch;
 pub mod files;
+pub mod host;
 pub mod runner;
+pub mod worker;
 
+use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-/// Microseconds since the page's time origin (`performance.now()`), as an integer.
+thread_local! {
+    /// The global `performance` (a page's or a worker's), read once.
+    static PERFORMANCE: Option<web_sys::Performance> =
+        js_sys::Reflect::get(&js_sys::global(), &"performance".into())
+            .ok()
+            .and_then(|p| p.dyn_into::<web_sys::Performance>().ok());
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// The global `fetch` (a page's or a worker's).
+    #[wasm_bindgen(js_name = fetch)]
+    fn global_fetch(request: &web_sys::Request) -> js_sys::Promise;
+    /// The global `setTimeout`.
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn global_set_timeout(handler: &js_sys::Function, ms: i32) -> i32;
+    /// The global `clearTimeout`.
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn global_clear_timeout(handle: i32);
+    /// The global `setInterval`.
+    #[wasm_bindgen(js_name = setInterval)]
+    fn global_set_interval(handler: &js_sys::Function, ms: i32) -> i32;
+    /// The global `clearInterval`.
+    #[wasm_bindgen(js_name = clearInterval)]
+    fn global_clear_interval(handle: i32);
+}
+
+/// `fetch` in whichever global scope this code runs (page or worker).
+pub fn fetch_request(request: &web_sys::Request) -> js_sys::Promise {
+    global_fetch(request)
+}
+
+/// `setTimeout` in this global scope; returns the handle.
+pub fn set_timeout(handler: &js_sys::Function, ms: i32) -> i32 {
+    global_set_timeout(handler, ms.max(0))
+}
+
+/// `clearTimeout` in this global scope.
+pub fn clear_timeout(handle: i32) {
+    global_clear_timeout(handle)
+}
+
+/// `setInterval` in this global scope; returns the handle.
+pub fn set_interval(handler: &js_sys::Function, ms: i32) -> i32 {
+    global_set_interval(handler, ms.max(1))
+}
+
+/// `clearInterval` in this global scope.
+pub fn clear_interval(handle: i32) {
+    global_clear_interval(handle)
+}
+
+/// This scope's `performance`, when it has one.
+pub fn performance() -> Option<web_sys::Performance> {
+    PERFORMANCE.with(|p| p.clone())
+}
+
+/// Whether this code runs in a worker (no `window`).
+pub fn in_worker() -> bool {
+    js_sys::global().dyn_ref::<web_sys::Window>().is_none()
+}
+
+/// Microseconds since this scope's time origin (`performance.now()`), as an integer.
 /// Returns 0 when no `Performance` object exists (e.g. a worklet).
 pub fn now_us() -> u64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map(|p| (p.now() * 1000.0).round().max(0.0) as u64)
-        .unwrap_or(0)
+    PERFORMANCE.with(|p| {
+        p.as_ref()
+            .map(|p| (p.now() * 1000.0).round().max(0.0) as u64)
+            .unwrap_or(0)
+    })
 }
 
 /// Smallest step of `performance.now()` observed over a short busy loop, µs.
 pub fn timer_resolution_us() -> u64 {
-    let Some(p) = web_sys::window().and_then(|w| w.performance()) else {
+    let Some(p) = performance() else {
         return 0;
     };
     let mut best = f64::MAX;
@@ -38,18 +104,21 @@ pub fn timer_resolution_us() -> u64 {
     (best * 1000.0).round() as u64
 }
 
-/// `crossOriginIsolated` of the page.
+/// `crossOriginIsolated` of this scope (page or worker).
 pub fn cross_origin_isolated() -> bool {
-    web_sys::window()
-        .and_then(|w| js_sys::Reflect::get(&w, &"crossOriginIsolated".into()).ok())
+    js_sys::Reflect::get(&js_sys::global(), &"crossOriginIsolated".into())
+        .ok()
         .and_then(|v| v.as_bool())
         .unwrap_or(false)
 }
 
-/// 32 random bytes from `crypto.getRandomValues`.
+/// 32 random bytes from this scope's `crypto.getRandomValues`.
 pub fn random_seed() -> [u8; 32] {
     let mut b = [0u8; 32];
-    if let Some(c) = web_sys::window().and_then(|w| w.crypto().ok()) {
+    let crypto = js_sys::Reflect::get(&js_sys::global(), &"crypto".into())
+        .ok()
+        .and_then(|c| c.dyn_into::<web_sys::Crypto>().ok());
+    if let Some(c) = crypto {
         let _ = c.get_random_values_with_u8_array(&mut b);
     }
     b

@@ -1,0 +1,457 @@
+//! The browser host of a [`RunSession`]: runs in a dedicated Web Worker (the default) or
+//! on the page's main thread (the fallback). It only moves bytes and events: it takes a
+//! timestamp for each body read and hands the bytes to the session, sets one timer for
+//! the session's next wake-up, and publishes progress at most 10 times a second and
+//! the completed records every few seconds (for the checkpoint). Every decision is the
+//! session's.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
+
+use js_sys::{Reflect, Uint8Array};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+use crate::core::histogram::Hist;
+use crate::core::metrics::{ClientEnv, RunHost};
+use crate::core::pins::RunConfig;
+use crate::core::prompt::Calibration;
+use crate::core::record::{error_message_from_body, Outcome, RequestRecord, StreamEnd};
+use crate::core::session::{Outgoing, Progress, RunSession, Transport, Wake};
+use crate::web::{self, now_us};
+
+/// How often progress is published, ms (the page renders at most this often).
+pub const PROGRESS_EVERY_MS: i32 = 100;
+/// How often completed records are handed over for the checkpoint, ms.
+pub const CHECKPOINT_EVERY_MS: i32 = 1_000;
+/// The event-loop lag probe's period, ms.
+pub const LAG_PROBE_MS: i32 = 20;
+
+/// What a run needs, as the page sends it to the host.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunRequest {
+    /// The pinned configuration.
+    pub cfg: RunConfig,
+    /// Prompt calibration measured before the run.
+    pub calibration: Calibration,
+    /// API key (memory only; never stored or reported).
+    pub api_key: Option<String>,
+    /// Extra header for every request (fault injection in tests), if any.
+    pub extra_header: Option<(String, String)>,
+    /// 32 random bytes for the session.
+    pub seed: Vec<u8>,
+}
+
+/// What a finished run hands back.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Every record, in dispatch order.
+    pub records: Vec<RequestRecord>,
+    /// The measuring loop's environment (its own timer resolution and lag).
+    pub env: ClientEnv,
+}
+
+/// A callback that receives the records completed since its last call.
+pub type RecordsFn = Box<dyn Fn(&[RequestRecord])>;
+
+/// Where the host reports to (the worker posts messages; the main thread calls the page).
+pub struct HostSink {
+    /// Live progress, at most every [`PROGRESS_EVERY_MS`].
+    pub progress: Box<dyn Fn(Progress)>,
+    /// Records completed since the last call, every [`CHECKPOINT_EVERY_MS`].
+    pub checkpoint: RecordsFn,
+    /// The run is over.
+    pub done: Box<dyn Fn(RunResult)>,
+}
+
+/// Measures this scope's event-loop lag: a timer due every `interval` ms records how
+/// late it fires. A busy loop delays chunk timestamps by as much.
+pub struct LagMonitor {
+    state: Rc<RefCell<(u64, Hist)>>,
+    handle: i32,
+    _tick: Closure<dyn FnMut()>,
+}
+
+impl LagMonitor {
+    /// Starts ticking.
+    pub fn start(interval_ms: i32) -> Self {
+        let interval_us = u64::try_from(interval_ms).unwrap_or(0) * 1000;
+        let state = Rc::new(RefCell::new((now_us(), Hist::new())));
+        let st = state.clone();
+        let tick = Closure::<dyn FnMut()>::new(move || {
+            let now = now_us();
+            let mut s = st.borrow_mut();
+            let late = now.saturating_sub(s.0).saturating_sub(interval_us);
+            s.1.record(late);
+            s.0 = now;
+        });
+        let handle = web::set_interval(tick.as_ref().unchecked_ref(), interval_ms);
+        Self {
+            state,
+            handle,
+            _tick: tick,
+        }
+    }
+
+    /// The lag's p99 and max so far, µs.
+    pub fn snapshot(&self) -> (u64, u64) {
+        let s = self.state.borrow();
+        (s.1.quantile(0.99).unwrap_or(0), s.1.max().unwrap_or(0))
+    }
+}
+
+impl Drop for LagMonitor {
+    fn drop(&mut self) {
+        web::clear_interval(self.handle);
+    }
+}
+
+/// The network side of the session: one streaming `fetch` per request.
+struct Net {
+    state: Weak<RefCell<State>>,
+    controllers: HashMap<u32, web_sys::AbortController>,
+    api_key: Option<String>,
+    extra_header: Option<(String, String)>,
+}
+
+impl Transport for Net {
+    fn send(&mut self, req: &Outgoing) {
+        let Ok(controller) = web_sys::AbortController::new() else {
+            // No AbortController: the request still gets its record, as a failure.
+            let st = self.state.clone();
+            let id = req.id;
+            wasm_bindgen_futures::spawn_local(async move {
+                end_request(&st, id, StreamEnd::Failed(network("no AbortController")));
+            });
+            return;
+        };
+        self.controllers.insert(req.id, controller.clone());
+        let request = build_request(
+            req,
+            self.api_key.as_deref(),
+            self.extra_header.as_ref(),
+            &controller.signal(),
+        );
+        let (st, id) = (self.state.clone(), req.id);
+        wasm_bindgen_futures::spawn_local(async move {
+            let end = match request {
+                Ok(r) => read_stream(&st, id, r).await,
+                Err(e) => StreamEnd::Failed(network(&e)),
+            };
+            end_request(&st, id, end);
+        });
+    }
+
+    fn abort(&mut self, id: u32) {
+        if let Some(c) = self.controllers.get(&id) {
+            c.abort();
+        }
+    }
+}
+
+struct State {
+    session: Option<RunSession>,
+    net: Net,
+    sink: Rc<HostSink>,
+    host: RunHost,
+    timer: Option<i32>,
+    wake: Option<Closure<dyn FnMut()>>,
+    intervals: Vec<(i32, Closure<dyn FnMut()>)>,
+    checkpointed: usize,
+    lag: Option<LagMonitor>,
+    timer_resolution_us: u64,
+}
+
+/// A run in progress in this scope.
+pub struct BrowserHost {
+    state: Rc<RefCell<State>>,
+}
+
+fn network(message: &str) -> Outcome {
+    Outcome::Network {
+        message: message.to_owned(),
+    }
+}
+
+fn js_err(v: JsValue) -> String {
+    v.as_string()
+        .or_else(|| {
+            v.dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+        })
+        .unwrap_or_else(|| format!("{v:?}"))
+}
+
+fn build_request(
+    req: &Outgoing,
+    api_key: Option<&str>,
+    extra: Option<&(String, String)>,
+    signal: &web_sys::AbortSignal,
+) -> Result<web_sys::Request, String> {
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    init.set_mode(web_sys::RequestMode::Cors);
+    init.set_body(&JsValue::from_str(&req.body));
+    init.set_signal(Some(signal));
+    let headers = web_sys::Headers::new().map_err(js_err)?;
+    headers
+        .set("Content-Type", "application/json")
+        .map_err(js_err)?;
+    if let Some(k) = api_key.filter(|k| !k.is_empty()) {
+        headers
+            .set("Authorization", &format!("Bearer {k}"))
+            .map_err(js_err)?;
+    }
+    if let Some((k, v)) = extra {
+        headers.set(k, v).map_err(js_err)?;
+    }
+    init.set_headers(&headers);
+    web_sys::Request::new_with_str_and_init(&req.url, &init).map_err(js_err)
+}
+
+/// Streams one response into the session: a timestamp per read, the bytes handed over
+/// at once. Returns how the stream ended.
+async fn read_stream(st: &Weak<RefCell<State>>, id: u32, request: web_sys::Request) -> StreamEnd {
+    let resp = match JsFuture::from(web::fetch_request(&request)).await {
+        Ok(r) => r,
+        Err(e) => return StreamEnd::Failed(network(&js_err(e))),
+    };
+    let t = now_us();
+    let Ok(resp) = resp.dyn_into::<web_sys::Response>() else {
+        return StreamEnd::Failed(network("not a Response"));
+    };
+    let status = resp.status();
+    let ctype = resp.headers().get("content-type").ok().flatten();
+    with_session(st, |s| s.on_headers(id, t, status, ctype.as_deref()));
+    if !(200..300).contains(&status) {
+        let text = match resp.text() {
+            Ok(p) => JsFuture::from(p)
+                .await
+                .ok()
+                .and_then(|v| v.as_string())
+                .unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        return StreamEnd::Failed(Outcome::Http {
+            status,
+            message: error_message_from_body(&text),
+        });
+    }
+    let Some(body) = resp.body() else {
+        return StreamEnd::Eof;
+    };
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    let (done_key, value_key) = (JsValue::from_str("done"), JsValue::from_str("value"));
+    loop {
+        let chunk = match JsFuture::from(reader.read()).await {
+            Ok(c) => c,
+            Err(e) => return StreamEnd::Failed(network(&js_err(e))),
+        };
+        let t = now_us();
+        if Reflect::get(&chunk, &done_key)
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true)
+        {
+            return StreamEnd::Eof;
+        }
+        if let Ok(v) = Reflect::get(&chunk, &value_key) {
+            let bytes = Uint8Array::new(&v).to_vec();
+            with_session(st, |s| s.on_bytes(id, t, &bytes));
+        }
+    }
+}
+
+fn with_session(st: &Weak<RefCell<State>>, f: impl FnOnce(&mut RunSession)) {
+    if let Some(st) = st.upgrade() {
+        if let Some(s) = st.borrow_mut().session.as_mut() {
+            f(s);
+        }
+    }
+}
+
+fn end_request(st: &Weak<RefCell<State>>, id: u32, end: StreamEnd) {
+    let t = now_us();
+    let Some(st) = st.upgrade() else { return };
+    {
+        let mut s = st.borrow_mut();
+        s.net.controllers.remove(&id);
+        if let Some(sess) = s.session.as_mut() {
+            sess.on_end(id, t, end);
+        }
+    }
+    pump(&st);
+}
+
+/// Polls the session and carries out what it says.
+fn pump(st: &Rc<RefCell<State>>) {
+    let now = now_us();
+    let wake = {
+        let mut guard = st.borrow_mut();
+        let s = &mut *guard;
+        let Some(sess) = s.session.as_mut() else {
+            return;
+        };
+        sess.poll(now, &mut s.net)
+    };
+    match wake {
+        Wake::At(t) => arm_timer(st, t.saturating_sub(now)),
+        Wake::Event => {}
+        Wake::Finished => finish(st),
+    }
+}
+
+fn arm_timer(st: &Rc<RefCell<State>>, in_us: u64) {
+    let mut s = st.borrow_mut();
+    if let Some(h) = s.timer.take() {
+        web::clear_timeout(h);
+    }
+    let ms = i32::try_from(in_us.div_ceil(1000)).unwrap_or(i32::MAX);
+    if let Some(cb) = s.wake.as_ref() {
+        let h = web::set_timeout(cb.as_ref().unchecked_ref(), ms);
+        s.timer = Some(h);
+    }
+}
+
+fn publish_progress(st: &Rc<RefCell<State>>) {
+    let (p, sink) = {
+        let s = st.borrow();
+        let Some(sess) = s.session.as_ref() else {
+            return;
+        };
+        (sess.progress(), s.sink.clone())
+    };
+    (sink.progress)(p);
+}
+
+fn publish_checkpoint(st: &Rc<RefCell<State>>) {
+    let mut s = st.borrow_mut();
+    let from = s.checkpointed;
+    let Some(sess) = s.session.as_ref() else {
+        return;
+    };
+    let records = sess.records();
+    if records.len() <= from {
+        return;
+    }
+    let sink = s.sink.clone();
+    let n = records.len();
+    (sink.checkpoint)(&records[from..]);
+    s.checkpointed = n;
+}
+
+fn finish(st: &Rc<RefCell<State>>) {
+    let now = now_us();
+    let (session, sink, env) = {
+        let mut s = st.borrow_mut();
+        if let Some(h) = s.timer.take() {
+            web::clear_timeout(h);
+        }
+        for (h, _) in s.intervals.drain(..) {
+            web::clear_interval(h);
+        }
+        let (p99, max) = s.lag.take().map(|l| l.snapshot()).unwrap_or((0, 0));
+        let env = ClientEnv {
+            timer_resolution_us: s.timer_resolution_us,
+            cross_origin_isolated: web::cross_origin_isolated(),
+            event_loop_lag_p99_us: p99,
+            event_loop_lag_max_us: max,
+            host: Some(s.host),
+        };
+        (s.session.take(), s.sink.clone(), env)
+    };
+    let Some(session) = session else { return };
+    (sink.progress)(Progress {
+        finished: true,
+        now_us: now,
+        ..session.progress()
+    });
+    let url = session.url().to_owned();
+    let mut records = session.finish(now);
+    wasm_bindgen_futures::spawn_local(async move {
+        // Resource Timing entries appear when responses complete; give the last a moment.
+        let _ = JsFuture::from(js_sys::Promise::new(&mut |resolve, _| {
+            web::set_timeout(&resolve, 100);
+        }))
+        .await;
+        web::fetch::attach_resource_timing(&mut records, &url);
+        (sink.done)(RunResult { records, env });
+    });
+}
+
+impl BrowserHost {
+    /// Starts a run in this scope; `host` says which scope it is.
+    pub fn start(req: RunRequest, host: RunHost, sink: HostSink) -> Self {
+        let mut seed = [0u8; 32];
+        for (d, s) in seed.iter_mut().zip(&req.seed) {
+            *d = *s;
+        }
+        let timer_resolution_us = web::timer_resolution_us();
+        web::fetch::reset_resource_timing();
+        let session = RunSession::new(req.cfg, req.calibration, seed, now_us());
+        let state = Rc::new_cyclic(|weak: &Weak<RefCell<State>>| {
+            RefCell::new(State {
+                session: Some(session),
+                net: Net {
+                    state: weak.clone(),
+                    controllers: HashMap::new(),
+                    api_key: req.api_key,
+                    extra_header: req.extra_header,
+                },
+                sink: Rc::new(sink),
+                host,
+                timer: None,
+                wake: None,
+                intervals: Vec::new(),
+                checkpointed: 0,
+                lag: Some(LagMonitor::start(LAG_PROBE_MS)),
+                timer_resolution_us,
+            })
+        });
+        let weak = Rc::downgrade(&state);
+        let on_wake = {
+            let w = weak.clone();
+            Closure::<dyn FnMut()>::new(move || {
+                if let Some(st) = w.upgrade() {
+                    st.borrow_mut().timer = None;
+                    pump(&st);
+                }
+            })
+        };
+        let every = |ms: i32, f: fn(&Rc<RefCell<State>>)| {
+            let w = weak.clone();
+            let cb = Closure::<dyn FnMut()>::new(move || {
+                if let Some(st) = w.upgrade() {
+                    f(&st);
+                }
+            });
+            (web::set_interval(cb.as_ref().unchecked_ref(), ms), cb)
+        };
+        {
+            let mut s = state.borrow_mut();
+            s.wake = Some(on_wake);
+            s.intervals.push(every(PROGRESS_EVERY_MS, publish_progress));
+            s.intervals
+                .push(every(CHECKPOINT_EVERY_MS, publish_checkpoint));
+        }
+        pump(&state);
+        Self { state }
+    }
+
+    /// Stops the run: nothing more is sent and requests in flight are aborted (each
+    /// still gets its record).
+    pub fn stop(&self) {
+        let now = now_us();
+        {
+            let mut guard = self.state.borrow_mut();
+            let s = &mut *guard;
+            if let Some(sess) = s.session.as_mut() {
+                sess.stop(now, &mut s.net);
+            }
+        }
+        pump(&self.state);
+    }
+}
