@@ -21,6 +21,9 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -q "${need_pkgs[@]}" >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q "${need_pkgs[@]}" >/dev/null; }
 fi
+# `llama.sh deps` installs the build tools only (test.sh runs it before starting the build
+# in the background, so two apt-get never run at once).
+[ "${1:-}" = "deps" ] && exit 0
 
 if [ ! -x "$OUT/llama-server" ]; then
   work="$CACHE/llama-build"
@@ -43,8 +46,11 @@ PY
   src=$(find "$work" -maxdepth 3 -type d -name llama.cpp | head -n1)
   [ -n "$src" ] || { log "llama.cpp source not found in the sdist"; exit 1; }
   log "building llama-server (about 12 minutes on 2 cores)"
+  # Only what the test uses: the server, for this CPU only (no CPU variants, no dynamic
+  # backends, no tests, examples or web UI).
   cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
+    -DGGML_NATIVE=ON -DGGML_BACKEND_DL=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_OPENMP=OFF \
     -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF >&2
   cmake --build "$work/build" --target llama-server -j "$(nproc)" >&2
   cp "$(find "$work/build" -type f -name llama-server -perm -u+x | head -n1)" "$OUT/llama-server.tmp"

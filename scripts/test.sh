@@ -3,12 +3,47 @@
 # native tests, browser tests (wasm-bindgen-test in headless Chromium), the release
 # build, a headless-Chromium load of the built page that fails on any console error,
 # end-to-end runs through the app against the reference server and a real llama-server,
-# and the viewer end to end (plus its speed bench, printed).
+# the viewer end to end, and the fidelity bench (no automation attached; its targets are
+# asserted with a margin). Prints each step's duration at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+T0=$(date +%s)
+TIMES=()
+LAST_NAME="setup"
+LAST_T=$T0
+step() {
+  local now; now=$(date +%s)
+  TIMES+=("$(printf '%5ds  %s' $((now - LAST_T)) "$LAST_NAME")")
+  LAST_NAME="$*"
+  LAST_T=$now
+  echo; echo "=== $* ==="
+}
+report_times() {
+  # A background llama-server build does not outlive a failed run.
+  if [ -n "${LLAMA_PID:-}" ]; then kill -- "-$LLAMA_PID" 2>/dev/null || true; fi
+  local now; now=$(date +%s)
+  TIMES+=("$(printf '%5ds  %s' $((now - LAST_T)) "$LAST_NAME")")
+  echo; echo "=== step durations ==="
+  printf '%s\n' "${TIMES[@]}"
+  printf '%5ds  total\n' $((now - T0))
+}
+trap report_times EXIT
+
+# llama-server (for the real-engine test) builds from source on a fresh machine: start it
+# now, in the background, so it overlaps the Rust builds; it is waited for before the first
+# timing-sensitive test. Its apt packages are installed first, so apt never runs twice at once.
 source scripts/env.sh
-step() { echo; echo "=== $* ==="; }
+mkdir -p "$PINBENCH_CACHE"
+bash scripts/llama.sh deps
+setsid bash scripts/llama.sh > "$PINBENCH_CACHE/llama-build.log" 2>&1 &
+LLAMA_PID=$!
+wait_llama() {
+  if [ -n "${LLAMA_PID:-}" ]; then
+    if ! wait "$LLAMA_PID"; then cat "$PINBENCH_CACHE/llama-build.log" >&2; echo "llama-server build failed" >&2; exit 1; fi
+    LLAMA_PID=""
+  fi
+}
+bash scripts/setup.sh
 
 step "cargo fmt --check"
 cargo fmt --all --check
@@ -28,16 +63,21 @@ cargo test -p pinbench --target wasm32-unknown-unknown --locked --test web
 step "release build (trunk)"
 trunk build --release
 
+step "native builds for the end-to-end tests and the bench"
+cargo build --locked -p pinbench-refserver --bin pinbench-refserver
+cargo build --locked -p pinbench --bin pinbench-verify --bin pinbench-fixtures
+cargo build --locked -p pinbench --profile native --bin pinbench
+
+step "wait for the llama-server build"
+wait_llama
+
 step "page load in headless Chromium"
 node tests/e2e/page_load.mjs dist
 
 step "end to end: pin gate, probe, runs against the reference server, signed report"
-cargo build --locked -p pinbench-refserver --bin pinbench-refserver
-cargo build --locked -p pinbench --bin pinbench-verify
 node tests/e2e/run_flow.mjs dist
 
 step "end to end: the viewer (signatures, trust, compare, embed, imports, hostile files)"
-cargo build --locked -p pinbench --bin pinbench-fixtures
 FIXTURES="$CARGO_TARGET_DIR/e2e-fixtures"
 mkdir -p "$FIXTURES"
 "$CARGO_TARGET_DIR/debug/pinbench-fixtures" "$FIXTURES" 10000
@@ -46,8 +86,10 @@ node tests/e2e/viewer.mjs dist "$FIXTURES"
 step "bench (measurement, not a test): the viewer opening a 10,000-request report"
 node tests/e2e/viewer_bench.mjs dist "$FIXTURES" 3
 
+step "fidelity bench: native host, node http2, minimal worker loop, pinbench's worker (no automation)"
+node tests/e2e/fidelity_bench.mjs dist
+
 step "end to end: a real engine (llama-server + Gemma 3 270M from PyPI, cached)"
-bash scripts/llama.sh
 node tests/e2e/llama.mjs dist
 
 echo; echo "all checks passed"

@@ -5,9 +5,13 @@
 //!   and random bytes are passed in. It builds and is tested on the host.
 //! * `web` is the browser glue (wasm32 only).
 //! * `ui` holds the Leptos views (wasm32 only): thin, over core types.
+//! * `native` is the native host of the same run session (`pinbench run`).
 
 pub mod core;
 
+/// The native host: `pinbench run` over a native HTTP client (not in the wasm build).
+#[cfg(not(target_arch = "wasm32"))]
+pub mod native;
 #[cfg(target_arch = "wasm32")]
 pub mod ui;
 #[cfg(target_arch = "wasm32")]

@@ -1001,7 +1001,7 @@ pub fn client_verdict(
                 p(s.ttft_us),
             ));
         }
-        if !c.wire_timing_known {
+        if !c.wire_timing_known && env.host != Some(RunHost::Native) {
             findings.push(format!("Step {}: the browser did not expose wire timing for every request (a server without Timing-Allow-Origin hides it): achieved concurrency counts those requests from when the page sent them.", s.step));
         }
     }
@@ -1012,7 +1012,7 @@ pub fn client_verdict(
         invalid = true;
         findings.push(format!("The page's event loop lagged {} ms at p99: chunk timestamps are late by up to that much.", super::pins::milli(env.event_loop_lag_p99_us)));
     }
-    if !env.cross_origin_isolated {
+    if !env.cross_origin_isolated && env.host != Some(RunHost::Native) {
         findings.push(format!(
             "The page was not cross-origin isolated: timer resolution {} µs.",
             env.timer_resolution_us

@@ -879,6 +879,38 @@ fn parse_kv_capacity(t: &str) -> Option<KvCapacity> {
         .map(|tokens| KvCapacity::Tokens { tokens })
 }
 
+/// Whether a URL points at this machine (`127.0.0.0/8`, `localhost`, `[::1]`) — the only
+/// endpoints a run started by a link may use, and the only places a finished report may
+/// be posted to.
+pub fn is_loopback_url(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    let Some(rest) = rest else { return false };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return false;
+    }
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, tail)) if tail.is_empty() || tail.starts_with(':') => h,
+            _ => return false,
+        }
+    } else {
+        authority.split(':').next().unwrap_or("")
+    };
+    let host = host.to_ascii_lowercase();
+    if host == "localhost" || host == "::1" {
+        return true;
+    }
+    let parts: Vec<&str> = host.split('.').collect();
+    parts.len() == 4
+        && parts[0] == "127"
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 3 && p.parse::<u8>().is_ok())
+}
+
 /// Normalises a base URL: `http(s)://host[:port][/path]`, without credentials, query,
 /// fragment, trailing slash or trailing `/v1`.
 pub fn parse_base_url(t: &str) -> Option<String> {
@@ -1604,5 +1636,30 @@ mod tests {
         let cfg = RunConfig::try_from(&full_raw()).expect("pinned");
         assert_eq!(FitInputs::from_config(&cfg), base);
         assert_eq!(FitInputs::from_raw(&full_raw()), base);
+    }
+
+    #[test]
+    fn loopback_urls_are_recognised() {
+        for u in [
+            "http://127.0.0.1:8000",
+            "https://127.0.0.1",
+            "http://localhost:80/x",
+            "http://[::1]:9/",
+            "http://127.1.2.3",
+        ] {
+            assert!(is_loopback_url(u), "{u}");
+        }
+        for u in [
+            "http://128.0.0.1",
+            "https://example.com",
+            "http://127.0.0.1.evil.com",
+            "http://user@127.0.0.1",
+            "ftp://127.0.0.1",
+            "http://[::2]",
+            "http://localhost.evil",
+            "127.0.0.1",
+        ] {
+            assert!(!is_loopback_url(u), "{u}");
+        }
     }
 }

@@ -60,6 +60,38 @@ pub fn nonce(index: u32, seed: u64) -> String {
     )
 }
 
+/// Words in the calibration sample.
+pub const CALIBRATION_WORDS: u32 = 256;
+
+/// The calibration's texts: the word sample and a nonce word, each counted with the
+/// server's `/tokenize` by every host before a `server_tokenizer` run.
+pub fn calibration_texts() -> (String, String) {
+    (sample_text(CALIBRATION_WORDS), nonce(12345, 0xfeed_beef))
+}
+
+/// The `/tokenize` request bodies to try, in order: the vLLM / reference server form,
+/// then llama.cpp's (without special tokens).
+pub fn tokenize_bodies(model: &str, text: &str) -> [String; 2] {
+    [
+        serde_json::json!({"model": model, "prompt": text}).to_string(),
+        serde_json::json!({"content": text, "add_special": false}).to_string(),
+    ]
+}
+
+/// The token count in a `/tokenize` answer (`count`, else the length of `tokens`);
+/// `None` when it has none — a server that ignored this form answers with no tokens.
+pub fn tokenize_count(answer: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(answer).ok()?;
+    v.get("count")
+        .and_then(|c| c.as_u64())
+        .or_else(|| {
+            v.get("tokens")
+                .and_then(|t| t.as_array())
+                .map(|a| a.len() as u64)
+        })
+        .filter(|&n| n > 0)
+}
+
 /// A prompt of about `tokens` tokens (exactly, when the calibration is exact), with the
 /// nonce included when given.
 pub fn build(tokens: u32, cal: Calibration, nonce: Option<&str>, variant: u32) -> String {
@@ -98,6 +130,16 @@ mod tests {
         let p = build(300, cal, Some(" nabc"), 0);
         // (300 - 3) tokens / 1.5 per word = 198 words, plus the nonce word.
         assert_eq!(p.split(' ').filter(|w| !w.is_empty()).count(), 199);
+    }
+
+    #[test]
+    fn tokenize_answers_of_both_forms_are_counted() {
+        assert_eq!(tokenize_count(r#"{"count":7,"tokens":[1,2]}"#), Some(7));
+        assert_eq!(tokenize_count(r#"{"tokens":[1,2,3]}"#), Some(3));
+        assert_eq!(tokenize_count(r#"{"tokens":[]}"#), None);
+        assert_eq!(tokenize_count("not json"), None);
+        let [a, b] = tokenize_bodies("m", " the");
+        assert!(a.contains("\"prompt\"") && b.contains("\"add_special\":false"));
     }
 
     #[test]

@@ -228,6 +228,20 @@ struct RunSinks {
     handle: StoredValue<Option<RunHandle>, LocalStorage>,
     page_lag: StoredValue<Option<LagMonitor>, LocalStorage>,
     page_lag_text: RwSignal<String>,
+    /// A loopback URL the finished report is posted to (a run started by a link).
+    collect: Option<String>,
+}
+
+/// Posts `body` to a loopback collector (a run started by a link, e.g. the fidelity
+/// bench); anything else is refused.
+fn post_to_collector(url: &str, body: String) {
+    if !pins::is_loopback_url(url) {
+        return;
+    }
+    let url = url.to_owned();
+    spawn_local(async move {
+        let _ = fetch::post_json(&url, &body).await;
+    });
 }
 
 impl RunSinks {
@@ -283,6 +297,9 @@ impl RunSinks {
         match built {
             Ok(r) => {
                 remove_checkpoint(&ctx.key);
+                if let (Some(url), Ok(text)) = (&self.collect, r.to_json()) {
+                    post_to_collector(url, text);
+                }
                 self.report.set(Some(r));
             }
             Err(e) => {
@@ -560,12 +577,24 @@ pub fn pins_line(cfg: &RunConfig) -> String {
 #[component]
 pub fn RunPage() -> impl IntoView {
     let form = RwSignal::new(initial_form());
-    // The API key lives in memory unless the user ticks "remember".
-    let stored_key = web::storage().and_then(|s| s.get_item(API_KEY_STORAGE).ok().flatten());
+    // A run started by a link (`?autorun=1#pins=…`): only against a loopback endpoint,
+    // never with a remembered API key; `&collect=URL` (loopback) receives the report.
+    let autorun = crate::web::files::query_param("autorun").as_deref() == Some("1");
+    let collect = StoredValue::new(
+        crate::web::files::query_param("collect").filter(|u| pins::is_loopback_url(u)),
+    );
+    // The API key lives in memory unless the user ticks "remember" (and a link-started
+    // run never sees a remembered one).
+    let stored_key = (!autorun)
+        .then(|| web::storage().and_then(|s| s.get_item(API_KEY_STORAGE).ok().flatten()))
+        .flatten();
     let remember = RwSignal::new(stored_key.is_some());
     let api_key = RwSignal::new(stored_key.unwrap_or_default());
     Effect::new(move |_| {
         let (keep, key) = (remember.get(), api_key.get());
+        if autorun {
+            return;
+        }
         if let Some(s) = web::storage() {
             let _ = if keep {
                 s.set_item(API_KEY_STORAGE, &key)
@@ -676,7 +705,8 @@ pub fn RunPage() -> impl IntoView {
             }
         });
     };
-    let on_start = move |_| {
+    let on_start = move |()| {
+        let collect = collect.get_value();
         let Ok(cfg) = pinned.get_untracked() else {
             return;
         };
@@ -731,7 +761,11 @@ pub fn RunPage() -> impl IntoView {
                 handle,
                 page_lag,
                 page_lag_text,
+                collect: collect.clone(),
             };
+            if let Some(url) = &collect {
+                post_to_collector(&format!("{url}?event=start"), "{}".into());
+            }
             page_lag.set_value(Some(LagMonitor::start(LAG_PROBE_MS)));
             let h = match WorkerRun::start(req.clone(), sinks.worker_sink(req.clone())) {
                 Ok(w) => RunHandle::Worker(w),
@@ -752,6 +786,18 @@ pub fn RunPage() -> impl IntoView {
             handle.set_value(Some(h));
         });
     };
+    if autorun {
+        let ok = pinned.with_untracked(|p| {
+            p.as_ref()
+                .map(|c| pins::is_loopback_url(&c.endpoint.base_url))
+                .unwrap_or(false)
+        });
+        if ok {
+            on_start(());
+        } else {
+            run_error.set("This link asks to start a run, but a run started by a link must have every pin set and a loopback endpoint (127.0.0.1, localhost or [::1]). Check the pins and press Start yourself.".into());
+        }
+    }
     let interrupted = RwSignal::new_local(stored_checkpoints().into_iter().next());
     let on_interrupted_discard = move |()| {
         if let Some((key, _)) = interrupted.get_untracked() {
@@ -915,7 +961,7 @@ pub fn RunPage() -> impl IntoView {
                 <label>" E2E ≤ " <input data-testid="slo-e2e" aria-label="SLO: E2E latency, ms" inputmode="decimal" prop:value=move || slo_fields.get().2 on:input=move |ev| slo_fields.update(|f| f.2 = event_target_value(&ev)) /></label>
             </fieldset>
             <div class="run__controls">
-                <button data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=on_start>"Start"</button>
+                <button data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=move |_| on_start(())>"Start"</button>
                 <button data-testid="stop" disabled=move || !running.get() on:click=on_stop>"Stop"</button>
                 <span data-testid="key-id">{move || format!("signing key {}", key_id.get())}</span>
             </div>
@@ -1021,6 +1067,14 @@ fn results_view(
                     <td data-testid="achieved-concurrency">{format!("{} achieved (max {}) of {}", pins::milli(s.concurrency.achieved_mean_milli), s.concurrency.achieved_max, s.concurrency.target)}</td>
                     <td data-testid="errors">{format!("{:?}", s.errors_by_kind)}</td>
                     <td data-testid="goodput">{s.goodput.map(|g| format!("{} of {} met the SLOs · {} req/s", g.met, g.judged, fmt_rate(g.rps_milli))).unwrap_or_else(|| "no SLO set".into())}</td>
+                    <td data-testid="open-loop">{s.open_loop.map(|o| format!(
+                        "offered {} req/s · achieved {} req/s · {} of {} arrivals held back by the in-flight cap · TTFT from the intended arrival {}",
+                        pins::milli(o.offered_rate_milli),
+                        o.achieved_rate_milli.map(pins::milli).unwrap_or_else(|| "—".into()),
+                        o.held_by_cap,
+                        o.arrivals,
+                        dist_cells(o.ttft_from_arrival_us, fmt_ms),
+                    )).unwrap_or_else(|| "closed loop".into())}</td>
                 </tr>
             }
         })
@@ -1038,7 +1092,7 @@ fn results_view(
             <p data-testid="run-host">{format!("Measured by: {}", b.client.env.host.map(|h| h.label()).unwrap_or("not recorded"))}</p>
             <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
             <table>
-                <thead><tr><th>"load"</th><th>"aggregate output"</th><th>"per-stream decode"</th><th>"TTFT"</th><th>"TPOT"</th><th>"concurrency"</th><th>"errors"</th><th>"goodput"</th></tr></thead>
+                <thead><tr><th>"load"</th><th>"aggregate output"</th><th>"per-stream decode"</th><th>"TTFT"</th><th>"TPOT"</th><th>"concurrency"</th><th>"errors"</th><th>"goodput"</th><th>"open loop: offered vs achieved"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
             {super::viewer::ttft_split_table(r)}

@@ -59,39 +59,51 @@ export async function runAgainstTruth(page, base, concurrency, counts, extra, on
 }
 
 /**
- * Client vs server truth for the measured requests of step 0. Requests are matched by
- * response id (chunk `id` = cmpl-<truth id>); warm-up absorbs connection setup (TLS),
- * which the client's TTFT includes by definition and the server cannot see.
- * Returns |client − server| distributions (µs) and aggregate tok/s on each side.
+ * Client vs server truth for the measured requests of step 0 of a pinbench report.
+ * Requests are matched by response id (chunk `id` = cmpl-<truth id>); warm-up absorbs
+ * connection setup (TLS), which the client's TTFT includes by definition and the server
+ * cannot see. Returns |client − server| distributions (µs) and aggregate tok/s on each side.
  */
 export function truthErrors(report, truths) {
   const step = report.body.summary.steps[0];
   const excluded = new Set([...step.requests.warmup, ...step.requests.cooldown]);
   const all = report.body.records.filter((r) => r.outcome.kind === "ok");
+  const measured = all
+    .filter((r) => !excluded.has(r.index))
+    .map((r) => ({ t_send_us: r.t_send_us, response_id: r.response_id, chunks: decodeChunks(r.chunks), usage: r.usage, requested: r.output_tokens_requested }));
+  const e = compareWithTruth(measured, truths);
+  const byId = new Set(truths.map((t) => `cmpl-${t.id}`));
+  return { ...e, records: all.length, unmatched: all.filter((r) => !byId.has(r.response_id)).length };
+}
+
+/**
+ * Any client's measured requests ({t_send_us, response_id, chunks: [[t_us, tokens]…],
+ * usage?, requested?}) against the server's truth: |client − server| TTFT and gap
+ * distributions (µs) and aggregate tok/s on each side over its own span of token chunks.
+ */
+export function compareWithTruth(recs, truths) {
   const byId = new Map(truths.map((t) => [`cmpl-${t.id}`, t]));
-  const recs = all.filter((r) => !excluded.has(r.index) && byId.has(r.response_id));
-  const tr = recs.map((r) => byId.get(r.response_id));
+  const matched = recs.filter((r) => byId.has(r.response_id) && r.chunks.length > 0);
+  const tr = matched.map((r) => byId.get(r.response_id));
   const ttftDiff = [], gapDiff = [];
   let tokensClient = 0, tokensServer = 0, exact = true;
-  recs.forEach((r, i) => {
+  matched.forEach((r, i) => {
     const t = tr[i];
-    const chunks = decodeChunks(r.chunks);
+    const chunks = r.chunks;
     ttftDiff.push(Math.abs((chunks[0][0] - r.t_send_us) - (t.first_token_us - t.received_us)));
     for (let k = 1; k < Math.min(chunks.length, t.chunks.length); k++) {
       gapDiff.push(Math.abs((chunks[k][0] - chunks[k - 1][0]) - (t.chunks[k][0] - t.chunks[k - 1][0])));
     }
     tokensClient += chunks.reduce((s, c) => s + c[1], 0);
     tokensServer += t.completion_tokens;
-    if (r.usage.completion_tokens !== t.completion_tokens || r.output_tokens_requested !== t.completion_tokens) exact = false;
+    if (r.usage && (r.usage.completion_tokens !== t.completion_tokens || r.requested !== t.completion_tokens)) exact = false;
   });
-  // Aggregate tok/s over each side's own span of token chunks.
   const span = (xs) => Math.max(...xs) - Math.min(...xs);
-  const aggClient = tokensClient / span(recs.flatMap((r) => decodeChunks(r.chunks).map((c) => c[0]))) * 1e6;
+  const aggClient = tokensClient / span(matched.flatMap((r) => r.chunks.map((c) => c[0]))) * 1e6;
   const aggServer = tokensServer / span(tr.flatMap((t) => t.chunks.map((c) => c[0]))) * 1e6;
   const dist = (xs) => ({ p50: quantile(xs, 0.5), p99: quantile(xs, 0.99) });
   return {
-    records: all.length,
-    unmatched: all.filter((r) => !byId.has(r.response_id)).length,
+    matched: matched.length,
     ttft: dist(ttftDiff),
     gap: dist(gapDiff),
     aggClient,

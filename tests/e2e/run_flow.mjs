@@ -85,6 +85,12 @@ try {
     check(probes.length >= 1 && probes[0].url.endsWith("/v1/models") && probes[0].status === 200 && probes[0].body.includes("pinbench-tiny"), `h2 c=${c}: the report keeps what the probe read (${probes.map((p) => p.url).join(", ")})`);
     const protos = report.body.client.protocols;
     check(protos.h2 > 0, `h2 c=${c}: requests went over h2 (${JSON.stringify(protos)})`);
+    check(report.body.client.env.host === "worker", `h2 c=${c}: measured in the dedicated Web Worker (${report.body.client.env.host})`);
+    if (c === 32) {
+      const lag = await page.getByTestId("page-lag").textContent();
+      const p99 = Number(/p99 ([0-9.]+) ms/.exec(lag)?.[1] ?? NaN);
+      check(p99 < 20, `h2 c=32: the page's event-loop lag stays under 20 ms at p99 during the run (${lag})`);
+    }
     if (c === 8) {
       // Shareable link: carries every pin, never the API key.
       await page.getByTestId("api-key").fill("sk-test-secret");
@@ -140,6 +146,40 @@ try {
     check(st.load.kind === "open" && n >= 20 && n <= 65, `open loop: ${n} requests dispatched in a 1 s window at 40 req/s (Poisson)`);
     check(st.requests.measured_ok === n, `open loop: all ${n} completed`);
   }
+  // Coordinated omission: an open loop whose in-flight cap binds (40 req/s offered, cap 2,
+  // ~90 ms requests) keeps each arrival's intended time and says so.
+  {
+    const { page } = await newPage();
+    const { report } = await runOnce(page, `https://127.0.0.1:${ref.https}`, 1, ["0", "2s", "0"], { load_mode: "open", rate_rps: "40", arrival: "poisson", in_flight_cap: "2" });
+    const o = report.body.summary.steps[0].open_loop;
+    console.log(`open loop, cap binding: ${JSON.stringify(o)}`);
+    check(o && o.offered_rate_milli === 40000 && o.held_by_cap > 0 && o.achieved_rate_milli < 30000, `open loop, cap binding: offered 40 req/s, achieved ${o && o.achieved_rate_milli / 1000} req/s, ${o && o.held_by_cap} of ${o && o.arrivals} held back`);
+    check(o && o.ttft_from_arrival_us.p50 > report.body.summary.steps[0].ttft_us.p50, "open loop, cap binding: TTFT from the intended arrival exceeds TTFT from the send");
+    check(report.body.client.invalid && report.body.client.findings.some((f) => f.includes("held back") && f.includes("offered 40 req/s")), "open loop, cap binding: the client verdict says the cap held arrivals back");
+    const shown = await page.getByTestId("open-loop").first().textContent();
+    check(shown.includes("offered 40 req/s") && shown.includes("held back"), `open loop, cap binding: results show offered vs achieved (${shown})`);
+    check(report.body.records.every((r) => r.t_intended_us !== undefined && r.t_intended_us <= r.t_send_us), "open loop: every record keeps its intended arrival time");
+  }
+  // A run survives the UI: switch to Reports and Compare during the run and back.
+  {
+    const { page, errors } = await newPage();
+    await pinRun(page, `https://127.0.0.1:${ref.https}`, 4, ["0", "3s", "0"]);
+    await page.getByTestId("start").click();
+    await page.waitForTimeout(500);
+    await page.getByTestId("nav-reports").click();
+    await page.waitForTimeout(1000);
+    await page.getByTestId("nav-compare").click();
+    await page.waitForTimeout(1000);
+    await page.getByTestId("nav-run").click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="download-report"]') !== null, null, { polling: 500, timeout: 60000 });
+    await page.getByTestId("nav-reports").click();
+    await page.getByTestId("nav-run").click();
+    const [dl] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
+    const rep = JSON.parse(fs.readFileSync(await dl.path(), "utf8"));
+    check(rep.body.records.length > 0 && rep.body.records.every((r) => r.outcome.kind === "ok"), `switching screens: the run completed (${rep.body.records.length} requests) and its report downloads after going back and forth`);
+    check(rep.body.client.env.host === "worker", `switching screens: measured in the dedicated worker (${rep.body.client.env.host})`);
+    check(errors.length === 0, `switching screens: no console errors (${errors.join("; ")})`);
+  }
   // A closed tab keeps its completed requests: reopening offers a signed report of them.
   {
     const ctx = await browser.newContext({ ignoreHTTPSErrors: true, acceptDownloads: true });
@@ -148,6 +188,8 @@ try {
     await page.getByTestId("start").click();
     await page.waitForFunction(() => /completed ([0-9]+)/.exec(document.querySelector('[data-testid="live"]')?.textContent ?? "")?.[1] >= 6, null, { polling: 500, timeout: 60000 });
     const seen = Number(/completed ([0-9]+)/.exec(await page.getByTestId("live").textContent())[1]);
+    // The worker hands completed records to the page's checkpoint every second.
+    await page.waitForTimeout(1500);
     await page.close({ runBeforeUnload: true });
     const { page: again } = await newPage(ctx);
     await again.getByTestId("interrupted-run").waitFor({ timeout: 5000 });
