@@ -16,9 +16,10 @@ const { server: web, url } = await serveDist(dist);
 const ref = await startRefserver();
 const browser = await launch(["--ignore-certificate-errors"]);
 const { check, failures, finish } = checker();
-// Issue 4's accuracy targets are not met yet on this machine (the page's main thread delays
-// chunk delivery; see ARCHITECTURE.md): they are measured and printed against their
-// targets here, not asserted, until the run loop moves to a Web Worker.
+// Accuracy here is measured with Playwright attached, whose CDP network events inflate the
+// browser's timing error 3-5x at c >= 8: these lines are printed against the first targets,
+// not asserted. The fidelity bench (tests/e2e/fidelity_bench.mjs, no automation attached)
+// asserts the accuracy targets.
 const measured = [];
 const measure = (ok, msg) => { measured.push(`${ok ? "met    " : "NOT MET"} ${msg}`); console.log(`${ok ? "met    " : "NOT MET"} ${msg}`); };
 
@@ -146,11 +147,12 @@ try {
     check(st.load.kind === "open" && n >= 20 && n <= 65, `open loop: ${n} requests dispatched in a 1 s window at 40 req/s (Poisson)`);
     check(st.requests.measured_ok === n, `open loop: all ${n} completed`);
   }
-  // Coordinated omission: an open loop whose in-flight cap binds (40 req/s offered, cap 2,
-  // ~90 ms requests) keeps each arrival's intended time and says so.
+  // Coordinated omission: an open loop whose in-flight cap binds (40 req/s offered, cap 1,
+  // ~60 ms requests, so at most ~17 req/s are served) keeps each arrival's intended time
+  // and says so.
   {
     const { page } = await newPage();
-    const { report } = await runOnce(page, `https://127.0.0.1:${ref.https}`, 1, ["0", "2s", "0"], { load_mode: "open", rate_rps: "40", arrival: "poisson", in_flight_cap: "2" });
+    const { report } = await runOnce(page, `https://127.0.0.1:${ref.https}`, 1, ["0", "2s", "0"], { load_mode: "open", rate_rps: "40", arrival: "poisson", in_flight_cap: "1" });
     const o = report.body.summary.steps[0].open_loop;
     console.log(`open loop, cap binding: ${JSON.stringify(o)}`);
     check(o && o.offered_rate_milli === 40000 && o.held_by_cap > 0 && o.achieved_rate_milli < 30000, `open loop, cap binding: offered 40 req/s, achieved ${o && o.achieved_rate_milli / 1000} req/s, ${o && o.held_by_cap} of ${o && o.arrivals} held back`);
