@@ -412,9 +412,11 @@ pub fn run(args: &[String]) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Report(format!("no async runtime: {e}")))?;
     let local = tokio::task::LocalSet::new();
+    // The host owns the clock; the core is only ever given its readings.
+    #[allow(clippy::disallowed_methods)]
+    let wall = std::time::SystemTime::now();
     let created = iso8601(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
+        wall.duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0),
     );
