@@ -1,21 +1,21 @@
 //! The pure core: everything that turns bytes on the wire into numbers and numbers
 //! into a signed report. Nothing here touches a browser, a clock or a random source.
+//!
+//! Grouped by job: [`measure`] (wire → records), [`run`] (the run engine), [`config`]
+//! (the pins), [`stats`] (records → numbers), [`share`] (reports, signatures, cards,
+//! imports, comparison), [`present`] (what is shown). Each module is also reachable at
+//! `core::<name>` (e.g. `core::pins`, `core::session`).
 
-pub mod card;
-pub mod chart;
-pub mod compare;
-pub mod dialect;
-pub mod histogram;
-pub mod import;
-pub mod jcs;
-pub mod metrics;
-pub mod pins;
-pub mod prompt;
-pub mod record;
-pub mod report;
-pub mod schedule;
-pub mod session;
-pub mod sign;
-pub mod sse;
-pub mod view;
-pub mod viewer;
+pub mod config;
+pub mod measure;
+pub mod present;
+pub mod run;
+pub mod share;
+pub mod stats;
+
+pub use config::pins;
+pub use measure::{dialect, record, sse};
+pub use present::{chart, view};
+pub use run::{prompt, schedule, session};
+pub use share::{card, compare, import, jcs, report, sign, viewer};
+pub use stats::{histogram, metrics};

@@ -7,23 +7,17 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::core::metrics::{ClientEnv, Dist, RunHost, Slo};
-use crate::core::pins::{self, FitInputs, Provenance, RawConfig, RawField, RunConfig};
+use crate::core::pins::{self, wire_name, FitInputs, Provenance, RawConfig, RawField, RunConfig};
 use crate::core::report::{Checkpoint, ProbeSnapshot, Report, ReportBody};
 use crate::core::session::Progress;
 use crate::core::sign::KeyPair;
 use crate::web::host::{BrowserHost, HostSink, LagMonitor, RunRequest, RunResult, LAG_PROBE_MS};
 use crate::web::runner;
+use crate::web::store::{
+    self, remove_checkpoint, save_checkpoint, signing_key, stored_checkpoints, CHECKPOINT_PREFIX,
+};
 use crate::web::worker::{PageSink, WorkerRun};
 use crate::web::{self, fetch};
-
-const KEY_STORAGE: &str = "pinbench.signing-key";
-/// Where a run in progress keeps its completed requests (one key per run id), so that a
-/// closed or crashed tab loses none of them.
-const CHECKPOINT_PREFIX: &str = "pinbench.checkpoint.";
-/// The single checkpoint key of earlier versions (still offered when found).
-const LEGACY_CHECKPOINT: &str = "pinbench.interrupted-run";
-/// Where the API key is kept, only when the user ticks "remember".
-const API_KEY_STORAGE: &str = "pinbench.api-key";
 
 /// Presets fill only workload pins (lengths and load), never model or server pins.
 const PRESETS: [(&str, &str, &str, &str, &str); 4] = [
@@ -71,52 +65,6 @@ fn provenance_label(p: &Provenance) -> String {
         Provenance::Probed { url, field } => format!("probed: {url} {field}"),
         Provenance::Measured { what } => format!("measured: {what}"),
     }
-}
-
-/// Writes a checkpoint under `key`; when it does not fit, keeps the first half of the
-/// records, then the first quarter, … and says how many were left out.
-fn save_checkpoint(key: &str, mut cp: Checkpoint) {
-    let Some(store) = web::storage() else { return };
-    let total = cp.records.len();
-    loop {
-        cp.dropped = (total - cp.records.len()) as u32;
-        let Ok(text) = serde_json::to_string(&cp) else {
-            return;
-        };
-        if store.set_item(key, &text).is_ok() || cp.records.is_empty() {
-            return;
-        }
-        let keep = cp.records.len() / 2;
-        cp.records.truncate(keep);
-    }
-}
-
-fn remove_checkpoint(key: &str) {
-    if let Some(s) = web::storage() {
-        let _ = s.remove_item(key);
-    }
-}
-
-/// Checkpoints of interrupted runs (one per run id; the oldest form had one key).
-fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
-    let Some(store) = web::storage() else {
-        return Vec::new();
-    };
-    let n = store.length().unwrap_or(0);
-    let keys: Vec<String> = (0..n)
-        .filter_map(|i| store.key(i).ok().flatten())
-        .filter(|k| k.starts_with(CHECKPOINT_PREFIX) || k == LEGACY_CHECKPOINT)
-        .collect();
-    let mut out: Vec<(String, Checkpoint)> = keys
-        .into_iter()
-        .filter_map(|k| {
-            let text = store.get_item(&k).ok()??;
-            let cp: Checkpoint = serde_json::from_str(&text).ok()?;
-            Some((k, cp))
-        })
-        .collect();
-    out.sort_by(|a, b| a.1.created.cmp(&b.1.created));
-    out
 }
 
 /// A run in progress: in a dedicated worker, or on this page where workers are
@@ -364,26 +312,6 @@ impl RunSinks {
     }
 }
 
-/// The signing key in browser storage, if one was created (never creates one).
-pub fn existing_signing_key() -> Option<KeyPair> {
-    web::storage()
-        .and_then(|s| s.get_item(KEY_STORAGE).ok().flatten())
-        .and_then(|t| KeyPair::from_secret_base64(&t).ok())
-}
-
-/// The signing key from browser storage, created on first use.
-pub fn signing_key() -> KeyPair {
-    let stored = web::storage().and_then(|s| s.get_item(KEY_STORAGE).ok().flatten());
-    if let Some(k) = stored.and_then(|t| KeyPair::from_secret_base64(&t).ok()) {
-        return k;
-    }
-    let k = KeyPair::from_secret(web::random_seed());
-    if let Some(s) = web::storage() {
-        let _ = s.set_item(KEY_STORAGE, &k.secret_base64());
-    }
-    k
-}
-
 /// Reads what the endpoint exposes and returns `(field, value, provenance)` fills.
 /// What a probe filled, and what it read (kept in the report as evidence).
 type ProbeResult = (Vec<(&'static str, String, Provenance)>, Vec<ProbeSnapshot>);
@@ -554,22 +482,33 @@ fn dist_cells(d: Option<Dist>, f: fn(u64) -> String) -> String {
     .unwrap_or_else(|| "—".into())
 }
 
+/// Failed requests by kind, as "http_429 × 3, network × 1" (or "none").
+fn errors_text(e: &std::collections::BTreeMap<String, u32>) -> String {
+    if e.is_empty() {
+        return "none".into();
+    }
+    e.iter()
+        .map(|(k, n)| format!("{k} × {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One line stating the pins, printed beside every headline number.
 pub fn pins_line(cfg: &RunConfig) -> String {
     format!(
-        "{} ({} params, {}) · prompt {} tok · output {} tok ({:?}) · {} · KV {} · max len {} · max seqs {} · {:?} batching · {:?} phases",
+        "{} ({} params, {}) · prompt {} tok · output {} tok ({}) · {} · KV {} · max len {} · max seqs {} · {} batching · {} phases",
         cfg.model.id.value,
         cfg.model.params.value,
         cfg.model.quantization.value,
         cfg.prompt_len.value,
         cfg.output_len.value,
-        cfg.output_enforcement.value,
+        wire_name(&cfg.output_enforcement.value),
         cfg.load.value.steps_text(),
         cfg.kv.capacity.value,
         cfg.kv.max_model_len.value,
         cfg.kv.max_num_seqs.value,
-        cfg.scheduling.value,
-        cfg.phases.value,
+        wire_name(&cfg.scheduling.value),
+        wire_name(&cfg.phases.value),
     )
 }
 
@@ -585,9 +524,7 @@ pub fn RunPage() -> impl IntoView {
     );
     // The API key lives in memory unless the user ticks "remember" (and a link-started
     // run never sees a remembered one).
-    let stored_key = (!autorun)
-        .then(|| web::storage().and_then(|s| s.get_item(API_KEY_STORAGE).ok().flatten()))
-        .flatten();
+    let stored_key = (!autorun).then(store::remembered_api_key).flatten();
     let remember = RwSignal::new(stored_key.is_some());
     let api_key = RwSignal::new(stored_key.unwrap_or_default());
     Effect::new(move |_| {
@@ -595,13 +532,7 @@ pub fn RunPage() -> impl IntoView {
         if autorun {
             return;
         }
-        if let Some(s) = web::storage() {
-            let _ = if keep {
-                s.set_item(API_KEY_STORAGE, &key)
-            } else {
-                s.remove_item(API_KEY_STORAGE)
-            };
-        }
+        store::remember_api_key(keep.then_some(key.as_str()));
     });
     let probe_msg = RwSignal::new(String::new());
     let running = RwSignal::new(false);
@@ -640,14 +571,13 @@ pub fn RunPage() -> impl IntoView {
             .and_then(|v| v["secret_key"].as_str().map(str::to_owned))
             .unwrap_or_else(|| text.trim().to_owned());
         match KeyPair::from_secret_base64(&secret) {
-            Ok(k) => match web::storage().map(|s| s.set_item(KEY_STORAGE, &k.secret_base64())) {
-                Some(Ok(())) => {
+            Ok(k) => match store::keep_signing_key(&k) {
+                Ok(()) => {
                     key_id.set(k.key_id());
                     key_import.set(String::new());
                     key_msg.set("Key imported.".into());
                 }
-                _ => key_msg
-                    .set("This browser's storage is not available: the key was not kept.".into()),
+                Err(e) => key_msg.set(e),
             },
             Err(e) => key_msg.set(format!("Not a signing key: {e}")),
         }
@@ -942,7 +872,7 @@ pub fn RunPage() -> impl IntoView {
                 }}
             </div>
             <div class="run__fit" data-testid="fit-check">
-                <strong>{move || format!("Fit check: {:?}", fit.get().verdict)}</strong>
+                <strong>{move || format!("Fit check: {}", fit.get().verdict.label())}</strong>
                 <ul>{move || fit.get().lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}</ul>
             </div>
             <div class="pin run__share">
@@ -1065,7 +995,7 @@ fn results_view(
                     <td>{dist_cells(s.ttft_us, fmt_ms)}</td>
                     <td>{dist_cells(s.tpot_us, fmt_ms)}</td>
                     <td data-testid="achieved-concurrency">{format!("{} achieved (max {}) of {}", pins::milli(s.concurrency.achieved_mean_milli), s.concurrency.achieved_max, s.concurrency.target)}</td>
-                    <td data-testid="errors">{format!("{:?}", s.errors_by_kind)}</td>
+                    <td data-testid="errors">{errors_text(&s.errors_by_kind)}</td>
                     <td data-testid="goodput">{s.goodput.map(|g| format!("{} of {} met the SLOs · {} req/s", g.met, g.judged, fmt_rate(g.rps_milli))).unwrap_or_else(|| "no SLO set".into())}</td>
                     <td data-testid="open-loop">{s.open_loop.map(|o| format!(
                         "offered {} req/s · achieved {} req/s · {} of {} arrivals held back by the in-flight cap · TTFT from the intended arrival {}",

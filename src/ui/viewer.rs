@@ -58,7 +58,7 @@ pub fn load_trusted() -> TrustedKeys {
         .and_then(|s| s.get_item(TRUSTED_STORAGE).ok().flatten())
         .map(|s| TrustedKeys::from_json(&s))
         .unwrap_or_default();
-    if let Some(own) = super::run::existing_signing_key() {
+    if let Some(own) = crate::web::store::existing_signing_key() {
         if t.name_of(&own.key_id()).is_none() {
             let _ = t.add("this browser's key", &own.public_key_base64());
         }

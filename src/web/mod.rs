@@ -5,6 +5,7 @@ pub mod fetch;
 pub mod files;
 pub mod host;
 pub mod runner;
+pub mod store;
 pub mod worker;
 
 use wasm_bindgen::prelude::*;

@@ -18,8 +18,8 @@
 //! cap holds back is sent late, and the scheduler says when it was due, so its latency
 //! can be reported from the arrival (no coordinated omission).
 
-use super::metrics::Phase;
-use super::pins::{Arrival, LoadStep, Span, WindowPlan};
+use crate::core::metrics::Phase;
+use crate::core::pins::{Arrival, LoadStep, Span, WindowPlan};
 
 /// What the runner should do now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

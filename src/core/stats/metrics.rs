@@ -25,9 +25,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::histogram::{Hist, HistogramError};
-use super::pins::{LoadStep, RunConfig, Span, WindowPlan};
-use super::record::{RequestRecord, TokenCounts};
+use crate::core::histogram::{Hist, HistogramError};
+use crate::core::pins::{LoadStep, RunConfig, Span, WindowPlan};
+use crate::core::record::{RequestRecord, TokenCounts};
 
 /// Tokens at the start of each stream over which the burst speed is taken.
 pub const BURST_TOKENS: u64 = 32;
@@ -654,61 +654,85 @@ impl OpenAcc {
     }
 }
 
-fn summarize_step(
-    step: u32,
-    load: LoadStep,
-    records: &mut Vec<&RequestRecord>,
-    plan: &MetricsPlan,
-) -> Result<StepSummary, MetricsError> {
-    records.sort_by_key(|r| r.index);
-    let phases = classify(records, &plan.window);
-    let mut counts = RequestCounts {
-        dispatched: records.len() as u32,
-        ..RequestCounts::default()
-    };
-    let mut errors = BTreeMap::new();
-    let mut token_counts = BTreeMap::new();
-    let (mut ttft, mut tpot, mut e2e, mut gaps, mut itl) = (
-        Hist::new(),
-        Hist::new(),
-        Hist::new(),
-        Hist::new(),
-        Hist::new(),
-    );
-    let (mut dec, mut e2es, mut pre, mut burst) =
-        (Hist::new(), Hist::new(), Hist::new(), Hist::new());
-    let mut per_chunk = BTreeMap::new();
-    // Tokens per chunk below 64 are counted in an array (the hot path), the rest in the map.
-    let mut small_counts = [0u64; 64];
-    let mut slow: Vec<(u64, u128)> = vec![(0, 0); POSITION_BUCKETS.len()];
-    let (mut prompt_att, mut output_att) = (Attainment::default(), Attainment::default());
-    let mut measured_span: Option<(u64, u64)> = None;
-    let mut judged: Vec<RequestMetrics> = Vec::new();
-    let mut open = OpenAcc::default();
+/// Accumulates one step's per-request figures, one record at a time in dispatch order;
+/// [`StepAcc::finish`] adds the window figures, which need every record of the step.
+struct StepAcc {
+    counts: RequestCounts,
+    errors: BTreeMap<String, u32>,
+    token_counts: BTreeMap<String, u32>,
+    ttft: Hist,
+    tpot: Hist,
+    e2e: Hist,
+    gaps: Hist,
+    itl: Hist,
+    dec: Hist,
+    e2es: Hist,
+    pre: Hist,
+    burst: Hist,
+    per_chunk: BTreeMap<u32, u64>,
+    /// Tokens per chunk below 64 are counted in an array (the hot path), the rest in the map.
+    small_counts: [u64; 64],
+    slow: Vec<(u64, u128)>,
+    prompt_att: Attainment,
+    output_att: Attainment,
+    measured_span: Option<(u64, u64)>,
+    judged: Vec<RequestMetrics>,
+    open: OpenAcc,
+}
 
-    for (r, phase) in records.iter().zip(&phases) {
+impl StepAcc {
+    fn new(dispatched: u32) -> Self {
+        Self {
+            counts: RequestCounts {
+                dispatched,
+                ..RequestCounts::default()
+            },
+            errors: BTreeMap::new(),
+            token_counts: BTreeMap::new(),
+            ttft: Hist::new(),
+            tpot: Hist::new(),
+            e2e: Hist::new(),
+            gaps: Hist::new(),
+            itl: Hist::new(),
+            dec: Hist::new(),
+            e2es: Hist::new(),
+            pre: Hist::new(),
+            burst: Hist::new(),
+            per_chunk: BTreeMap::new(),
+            small_counts: [0u64; 64],
+            slow: vec![(0, 0); POSITION_BUCKETS.len()],
+            prompt_att: Attainment::default(),
+            output_att: Attainment::default(),
+            measured_span: None,
+            judged: Vec::new(),
+            open: OpenAcc::default(),
+        }
+    }
+
+    /// Adds one record of the step, in dispatch order, with its phase.
+    fn add(&mut self, r: &RequestRecord, phase: Phase) {
         if !r.outcome.is_ok() {
-            *errors.entry(r.outcome.kind()).or_insert(0u32) += 1;
+            *self.errors.entry(r.outcome.kind()).or_insert(0u32) += 1;
         }
         match phase {
             Phase::Warmup => {
-                counts.warmup.push(r.index);
-                continue;
+                self.counts.warmup.push(r.index);
+                return;
             }
             Phase::Cooldown => {
-                counts.cooldown.push(r.index);
-                continue;
+                self.counts.cooldown.push(r.index);
+                return;
             }
             Phase::Measured => {}
         }
-        counts.measured += 1;
-        open.add_arrival(r);
-        let (s, e) = measured_span.unwrap_or((r.t_send_us, r.t_end_us()));
-        measured_span = Some((s.min(r.t_send_us), e.max(r.t_end_us())));
+        self.counts.measured += 1;
+        self.open.add_arrival(r);
+        let (s, e) = self.measured_span.unwrap_or((r.t_send_us, r.t_end_us()));
+        self.measured_span = Some((s.min(r.t_send_us), e.max(r.t_end_us())));
         if !r.outcome.is_ok() {
-            continue;
+            return;
         }
-        counts.measured_ok += 1;
+        self.counts.measured_ok += 1;
         let key = match r.token_counts {
             TokenCounts::ExactContinuousUsage => "exact_continuous_usage",
             TokenCounts::ExactDeltasMatchUsage => "exact_deltas_match_usage",
@@ -716,35 +740,36 @@ fn summarize_step(
             TokenCounts::EstimatedCoalesced => "estimated_coalesced",
         }
         .to_owned();
-        *token_counts.entry(key).or_insert(0u32) += 1;
+        *self.token_counts.entry(key).or_insert(0u32) += 1;
         let m = request_metrics(r);
         let rec_opt = |h: &mut Hist, v: Option<u64>| {
             if let Some(v) = v {
                 h.record(v)
             }
         };
-        rec_opt(&mut ttft, m.ttft_us);
-        rec_opt(&mut tpot, m.tpot_us);
-        rec_opt(&mut e2e, m.e2e_us);
-        rec_opt(&mut dec, m.decode_milli);
-        rec_opt(&mut e2es, m.e2e_speed_milli);
-        rec_opt(&mut pre, m.prefill_milli);
-        rec_opt(&mut burst, m.burst_milli);
-        open.add_latency(r, &m);
-        judged.push(m);
+        rec_opt(&mut self.ttft, m.ttft_us);
+        rec_opt(&mut self.tpot, m.tpot_us);
+        rec_opt(&mut self.e2e, m.e2e_us);
+        rec_opt(&mut self.dec, m.decode_milli);
+        rec_opt(&mut self.e2es, m.e2e_speed_milli);
+        rec_opt(&mut self.pre, m.prefill_milli);
+        rec_opt(&mut self.burst, m.burst_milli);
+        self.open.add_latency(r, &m);
+        self.judged.push(m);
         let mut cum = 0u64;
         // Positions only grow within a stream, so the bucket is found by moving forward.
         let mut bucket = 0usize;
         for (i, c) in r.chunks.iter().enumerate() {
-            match small_counts.get_mut(c.tokens as usize) {
+            match self.small_counts.get_mut(c.tokens as usize) {
                 Some(n) => *n += 1,
-                None => *per_chunk.entry(c.tokens).or_insert(0u64) += 1,
+                None => *self.per_chunk.entry(c.tokens).or_insert(0u64) += 1,
             }
             if i > 0 {
                 let gap = c.t_us.saturating_sub(r.chunks[i - 1].t_us);
-                gaps.record(gap);
+                self.gaps.record(gap);
                 let n = u64::from(c.tokens);
-                itl.record_n(div_round(u128::from(gap), u128::from(n)), n);
+                self.itl
+                    .record_n(div_round(u128::from(gap), u128::from(n)), n);
                 let pos = cum + 1;
                 while bucket < POSITION_BUCKETS.len()
                     && POSITION_BUCKETS[bucket].1.is_some_and(|hi| pos > hi)
@@ -753,121 +778,169 @@ fn summarize_step(
                 }
                 if let Some(&(lo, _)) = POSITION_BUCKETS.get(bucket) {
                     if pos >= lo {
-                        slow[bucket].0 += n;
-                        slow[bucket].1 += u128::from(gap);
+                        self.slow[bucket].0 += n;
+                        self.slow[bucket].1 += u128::from(gap);
                     }
                 }
             }
             cum += u64::from(c.tokens);
         }
         if let Some(u) = r.usage {
-            prompt_att.add(u64::from(r.prompt_tokens_requested), u.prompt_tokens);
+            self.prompt_att
+                .add(u64::from(r.prompt_tokens_requested), u.prompt_tokens);
         }
-        output_att.add(u64::from(r.output_tokens_requested), r.output_tokens());
+        self.output_att
+            .add(u64::from(r.output_tokens_requested), r.output_tokens());
     }
 
-    for (k, n) in small_counts.iter().enumerate().filter(|(_, n)| **n > 0) {
-        *per_chunk.entry(k as u32).or_insert(0u64) += n;
-    }
-    let measured = measured_span.and_then(|(s, e)| aggregate(records, s, e));
-    let timeline = in_flight_timeline(records);
-    let target = load.max_concurrency();
-    let last_dispatch = records.iter().map(|r| r.t_send_us).max().unwrap_or(0);
-    let (t_fill, t_drain) = match load {
-        LoadStep::Closed { .. } => (
-            timeline.iter().find(|p| p.1 >= target).map(|p| p.0),
-            records
-                .iter()
-                .map(|r| r.t_end_us())
-                .filter(|&t| t > last_dispatch)
-                .min(),
-        ),
-        LoadStep::Open { .. } => (
-            records.iter().map(|r| r.t_send_us).min(),
-            Some(last_dispatch),
-        ),
-    };
-    let steady = match (measured, t_fill, t_drain) {
-        (Some(m), Some(f), Some(d)) => aggregate(records, m.start_us.max(f), m.end_us.min(d)),
-        _ => None,
-    };
-    let (cw, cw_name) = match (steady, measured) {
-        (Some(s), _) => ((s.start_us, s.end_us), "steady"),
-        (None, Some(m)) => ((m.start_us, m.end_us), "measured"),
-        (None, None) => ((0, 0), "none"),
-    };
-    let (offered_mean_milli, achieved_mean_milli, achieved_max) =
-        concurrency_over(&timeline, cw.0, cw.1);
-    let goodput = plan.slo.map(|slo| {
-        let ok = |v: Option<u64>, lim: Option<u64>| match (v, lim) {
-            (_, None) | (None, Some(_)) => true,
-            (Some(v), Some(l)) => v <= l,
-        };
-        let met = judged
-            .iter()
-            .filter(|m| {
-                m.ttft_us.is_some()
-                    && ok(m.ttft_us, slo.ttft_us)
-                    && ok(m.tpot_us, slo.tpot_us)
-                    && ok(m.e2e_us, slo.e2e_us)
-            })
-            .count() as u32;
-        Goodput {
-            slo,
-            met,
-            judged: counts.measured,
-            rps_milli: measured
-                .and_then(|w| rate_milli(u64::from(met), w.end_us - w.start_us))
-                .unwrap_or(0),
+    /// The step's summary: the accumulated figures plus the windows over `records`.
+    fn finish(
+        self,
+        step: u32,
+        load: LoadStep,
+        records: &[&RequestRecord],
+        plan: &MetricsPlan,
+    ) -> Result<StepSummary, MetricsError> {
+        let StepAcc {
+            counts,
+            errors,
+            token_counts,
+            ttft,
+            tpot,
+            e2e,
+            gaps,
+            itl,
+            dec,
+            e2es,
+            pre,
+            burst,
+            mut per_chunk,
+            small_counts,
+            slow,
+            prompt_att,
+            output_att,
+            measured_span,
+            judged,
+            open,
+        } = self;
+        for (k, n) in small_counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+            *per_chunk.entry(k as u32).or_insert(0u64) += n;
         }
-    });
-    Ok(StepSummary {
-        step,
-        load,
-        requests: counts,
-        errors_by_kind: errors,
-        token_counts,
-        ttft_us: Dist::of(&ttft),
-        tpot_us: Dist::of(&tpot),
-        e2e_us: Dist::of(&e2e),
-        inter_chunk_us: Dist::of(&gaps),
-        itl_per_token_us: Dist::of(&itl),
-        tokens_per_chunk: per_chunk,
-        decode_speed_milli: Dist::of(&dec),
-        e2e_speed_milli: Dist::of(&e2es),
-        prefill_speed_milli: Dist::of(&pre),
-        burst_speed_milli: Dist::of(&burst),
-        windows: Windows { measured, steady },
-        goodput,
-        decode_slowdown: POSITION_BUCKETS
-            .iter()
-            .zip(&slow)
-            .map(|(&(from, to), &(tokens, sum))| SlowdownBucket {
-                from,
-                to,
-                tokens,
-                mean_tpot_us: (tokens > 0).then(|| div_round(sum, u128::from(tokens))),
-            })
-            .collect(),
-        concurrency: Concurrency {
-            target,
-            offered_mean_milli,
-            achieved_mean_milli,
-            achieved_max,
-            wire_timing_known: records.iter().all(|r| r.wire.is_some()),
-            window: cw_name.to_owned(),
-        },
-        open_loop: open.figures(load),
-        prompt_len: prompt_att,
-        output_len: output_att,
-        histograms: StepHistograms {
-            ttft_us: ttft.encode()?,
-            tpot_us: tpot.encode()?,
-            e2e_us: e2e.encode()?,
-            inter_chunk_us: gaps.encode()?,
-            itl_per_token_us: itl.encode()?,
-        },
-    })
+        let measured = measured_span.and_then(|(s, e)| aggregate(records, s, e));
+        let timeline = in_flight_timeline(records);
+        let target = load.max_concurrency();
+        let last_dispatch = records.iter().map(|r| r.t_send_us).max().unwrap_or(0);
+        let (t_fill, t_drain) = match load {
+            LoadStep::Closed { .. } => (
+                timeline.iter().find(|p| p.1 >= target).map(|p| p.0),
+                records
+                    .iter()
+                    .map(|r| r.t_end_us())
+                    .filter(|&t| t > last_dispatch)
+                    .min(),
+            ),
+            LoadStep::Open { .. } => (
+                records.iter().map(|r| r.t_send_us).min(),
+                Some(last_dispatch),
+            ),
+        };
+        let steady = match (measured, t_fill, t_drain) {
+            (Some(m), Some(f), Some(d)) => aggregate(records, m.start_us.max(f), m.end_us.min(d)),
+            _ => None,
+        };
+        let (cw, cw_name) = match (steady, measured) {
+            (Some(s), _) => ((s.start_us, s.end_us), "steady"),
+            (None, Some(m)) => ((m.start_us, m.end_us), "measured"),
+            (None, None) => ((0, 0), "none"),
+        };
+        let (offered_mean_milli, achieved_mean_milli, achieved_max) =
+            concurrency_over(&timeline, cw.0, cw.1);
+        let goodput = plan.slo.map(|slo| {
+            let ok = |v: Option<u64>, lim: Option<u64>| match (v, lim) {
+                (_, None) | (None, Some(_)) => true,
+                (Some(v), Some(l)) => v <= l,
+            };
+            let met = judged
+                .iter()
+                .filter(|m| {
+                    m.ttft_us.is_some()
+                        && ok(m.ttft_us, slo.ttft_us)
+                        && ok(m.tpot_us, slo.tpot_us)
+                        && ok(m.e2e_us, slo.e2e_us)
+                })
+                .count() as u32;
+            Goodput {
+                slo,
+                met,
+                judged: counts.measured,
+                rps_milli: measured
+                    .and_then(|w| rate_milli(u64::from(met), w.end_us - w.start_us))
+                    .unwrap_or(0),
+            }
+        });
+        Ok(StepSummary {
+            step,
+            load,
+            requests: counts,
+            errors_by_kind: errors,
+            token_counts,
+            ttft_us: Dist::of(&ttft),
+            tpot_us: Dist::of(&tpot),
+            e2e_us: Dist::of(&e2e),
+            inter_chunk_us: Dist::of(&gaps),
+            itl_per_token_us: Dist::of(&itl),
+            tokens_per_chunk: per_chunk,
+            decode_speed_milli: Dist::of(&dec),
+            e2e_speed_milli: Dist::of(&e2es),
+            prefill_speed_milli: Dist::of(&pre),
+            burst_speed_milli: Dist::of(&burst),
+            windows: Windows { measured, steady },
+            goodput,
+            decode_slowdown: POSITION_BUCKETS
+                .iter()
+                .zip(&slow)
+                .map(|(&(from, to), &(tokens, sum))| SlowdownBucket {
+                    from,
+                    to,
+                    tokens,
+                    mean_tpot_us: (tokens > 0).then(|| div_round(sum, u128::from(tokens))),
+                })
+                .collect(),
+            concurrency: Concurrency {
+                target,
+                offered_mean_milli,
+                achieved_mean_milli,
+                achieved_max,
+                wire_timing_known: records.iter().all(|r| r.wire.is_some()),
+                window: cw_name.to_owned(),
+            },
+            open_loop: open.figures(load),
+            prompt_len: prompt_att,
+            output_len: output_att,
+            histograms: StepHistograms {
+                ttft_us: ttft.encode()?,
+                tpot_us: tpot.encode()?,
+                e2e_us: e2e.encode()?,
+                inter_chunk_us: gaps.encode()?,
+                itl_per_token_us: itl.encode()?,
+            },
+        })
+    }
+}
+
+fn summarize_step(
+    step: u32,
+    load: LoadStep,
+    records: &mut Vec<&RequestRecord>,
+    plan: &MetricsPlan,
+) -> Result<StepSummary, MetricsError> {
+    records.sort_by_key(|r| r.index);
+    let phases = classify(records, &plan.window);
+    let mut acc = StepAcc::new(records.len() as u32);
+    for (r, &phase) in records.iter().zip(&phases) {
+        acc.add(r, phase);
+    }
+    acc.finish(step, load, records, plan)
 }
 
 /// Computes every figure of the run from its records.
@@ -965,7 +1038,7 @@ pub fn client_verdict(
             invalid = true;
             findings.push(format!(
                 "Step {}: target concurrency {} over HTTP/1.1, but a browser opens at most {} connections per host:port: measured achieved concurrency {} (max {}). The client, not the server, limited this run.",
-                s.step, c.target, HTTP1_CONNECTIONS_PER_HOST, super::pins::milli(c.achieved_mean_milli), c.achieved_max
+                s.step, c.target, HTTP1_CONNECTIONS_PER_HOST, crate::core::pins::milli(c.achieved_mean_milli), c.achieved_max
             ));
         } else if c.wire_timing_known
             && matches!(s.load, LoadStep::Closed { .. })
@@ -983,8 +1056,8 @@ pub fn client_verdict(
                 d.map(|d| {
                     format!(
                         "p50 {} ms, p99 {} ms",
-                        super::pins::milli(d.p50),
-                        super::pins::milli(d.p99)
+                        crate::core::pins::milli(d.p50),
+                        crate::core::pins::milli(d.p99)
                     )
                 })
                 .unwrap_or_else(|| "none".into())
@@ -995,8 +1068,8 @@ pub fn client_verdict(
                 c.target,
                 o.held_by_cap,
                 o.arrivals,
-                super::pins::milli(o.offered_rate_milli),
-                o.achieved_rate_milli.map(super::pins::milli).unwrap_or_else(|| "—".into()),
+                crate::core::pins::milli(o.offered_rate_milli),
+                o.achieved_rate_milli.map(crate::core::pins::milli).unwrap_or_else(|| "—".into()),
                 p(o.ttft_from_arrival_us),
                 p(s.ttft_us),
             ));
@@ -1010,7 +1083,7 @@ pub fn client_verdict(
     }
     if env.event_loop_lag_p99_us > MAX_EVENT_LOOP_LAG_P99_US {
         invalid = true;
-        findings.push(format!("The page's event loop lagged {} ms at p99: chunk timestamps are late by up to that much.", super::pins::milli(env.event_loop_lag_p99_us)));
+        findings.push(format!("The page's event loop lagged {} ms at p99: chunk timestamps are late by up to that much.", crate::core::pins::milli(env.event_loop_lag_p99_us)));
     }
     if !env.cross_origin_isolated && env.host != Some(RunHost::Native) {
         findings.push(format!(

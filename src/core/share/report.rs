@@ -14,13 +14,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::card::Card;
+use crate::core::card::Card;
 
-use super::histogram::Hist;
-use super::metrics::{self, ClientEnv, ClientVerdict, MetricsPlan, Slo, Summary};
-use super::pins::RunConfig;
-use super::record::RequestRecord;
-use super::sign::{self, KeyPair, SignError};
+use crate::core::histogram::Hist;
+use crate::core::metrics::{self, ClientEnv, ClientVerdict, MetricsPlan, Slo, Summary};
+use crate::core::pins::RunConfig;
+use crate::core::record::RequestRecord;
+use crate::core::sign::{self, KeyPair, SignError};
 
 /// The schema tag of this version.
 pub const SCHEMA: &str = "pinbench.report/v1";
@@ -448,7 +448,7 @@ pub fn open(text: &str) -> Result<Opened, ReportError> {
             limit: MAX_REPORT_BYTES,
         });
     }
-    match super::jcs::canonicalize(text, &["signature"]) {
+    match crate::core::jcs::canonicalize(text, &["signature"]) {
         Ok(canonical) => open_canonical(text, canonical, &mut |_| {}),
         // The slow path gives serde_json's messages (line and column) and the JSON path
         // of an unsafe integer.
@@ -464,7 +464,7 @@ pub fn schema_of(canonical: &sign::CanonicalDoc) -> Option<String> {
 }
 
 /// Opens a report whose canonical form was computed from its text
-/// ([`super::jcs::canonicalize`], `signature` skipped): the typed parse reads the text
+/// ([`crate::core::jcs::canonicalize`], `signature` skipped): the typed parse reads the text
 /// directly, never a `Value` tree. `lap` is told when each stage ends (for timing).
 pub fn open_canonical(
     text: &str,

@@ -4,9 +4,9 @@
 //! that shapes the numbers is pinned in both and equal (measured mean lengths within
 //! [`LENGTH_TOLERANCE`]).
 
-use super::pins::PinId;
-use super::report::Report;
-use super::view::{self, PinRow, PinStatus};
+use crate::core::pins::PinId;
+use crate::core::report::Report;
+use crate::core::view::{self, PinRow, PinStatus};
 
 /// Relative tolerance on measured mean prompt/output lengths.
 pub const LENGTH_TOLERANCE: f64 = 0.02;

@@ -13,9 +13,9 @@
 
 use serde_json::Value;
 
-use super::compare::{order, Number, Subject};
-use super::pins::PinId;
-use super::view::{PinRow, PinStatus};
+use crate::core::compare::{order, Number, Subject};
+use crate::core::pins::PinId;
+use crate::core::view::{PinRow, PinStatus};
 
 /// Why a file could not be imported.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -120,7 +120,7 @@ fn finish(rows: Vec<PinRow>) -> Vec<PinRow> {
         .into_iter()
         .map(|mut r| {
             if r.label.is_empty() {
-                r.label = super::compare::KEYS
+                r.label = crate::core::compare::KEYS
                     .iter()
                     .find(|(k, _, _)| *k == r.key)
                     .map_or("", |(_, l, _)| l);

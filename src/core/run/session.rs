@@ -21,12 +21,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::dialect::{Dialect, RequestSpec};
-use super::metrics::{self, Phase};
-use super::pins::{PromptExactness, RunConfig};
-use super::prompt::{self, Calibration};
-use super::record::{Outcome, RequestRecord, RequestTimeline, StreamEnd};
-use super::schedule::{Next, Rng, Scheduler};
+use crate::core::dialect::{Dialect, RequestSpec};
+use crate::core::metrics::{self, Phase};
+use crate::core::pins::{PromptExactness, RunConfig};
+use crate::core::prompt::{self, Calibration};
+use crate::core::record::{Outcome, RequestRecord, RequestTimeline, StreamEnd};
+use crate::core::schedule::{Next, Rng, Scheduler};
 
 /// Pause between sweep steps, so the server drains, µs.
 pub const STEP_GAP_US: u64 = 50_000;

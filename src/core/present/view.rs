@@ -4,10 +4,10 @@
 
 use std::fmt::Write as _;
 
-use super::metrics::{self, classify, request_metrics, Phase, StepSummary};
-use super::pins::{milli, PinId, Provenance, RunConfig};
-use super::record::RequestRecord;
-use super::report::Report;
+use crate::core::metrics::{self, classify, request_metrics, Phase, StepSummary};
+use crate::core::pins::{milli, PinId, Provenance, RunConfig};
+use crate::core::record::RequestRecord;
+use crate::core::report::Report;
 
 /// Whether a pin has a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -80,7 +80,7 @@ fn row(
 }
 
 /// Every pin of a run configuration, in DESIGN §1 order (the keys of
-/// [`super::compare::KEYS`]).
+/// [`crate::core::compare::KEYS`]).
 pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
     let m = &c.model;
     let w = &c.window.value;
@@ -673,14 +673,15 @@ mod tests {
 
     #[test]
     fn ttft_split_parts_add_up() {
-        let r = super::super::report::open(include_str!("../../tests/fixtures/report_signed.json"))
-            .expect("fixture")
-            .report;
+        let r =
+            crate::core::report::open(include_str!("../../../tests/fixtures/report_signed.json"))
+                .expect("fixture")
+                .report;
         // The fixture has no Resource Timing: no split, rather than a made-up one.
         assert!(ttft_split(&r, 0).is_empty());
         let mut r = r;
         for rec in &mut r.body.records {
-            rec.wire = Some(super::super::record::WireTiming {
+            rec.wire = Some(crate::core::record::WireTiming {
                 connect_start_us: rec.t_send_us + 100,
                 request_start_us: rec.t_send_us + 100,
                 response_start_us: rec.t_send_us + 900,

@@ -509,10 +509,10 @@ mod tests {
                 let text = if pretty { serde_json::to_string_pretty(&v) } else { serde_json::to_string(&v) }.expect("text");
                 let parsed: Value = serde_json::from_str(&text).expect("parses");
                 let via_value = super::super::canonical_value(&parsed, &["signature"]);
-                match super::super::super::jcs::canonicalize(&text, &["signature"]) {
+                match crate::core::jcs::canonicalize(&text, &["signature"]) {
                     Ok(direct) => prop_assert_eq!(direct, via_value),
                     // Integers beyond 2^53 are refused (a signature cannot cover them exactly).
-                    Err(super::super::super::jcs::JcsError::UnsafeInteger(_)) => {}
+                    Err(crate::core::jcs::JcsError::UnsafeInteger(_)) => {}
                     Err(e) => prop_assert!(false, "{e} on {text}"),
                 }
             }

@@ -11,8 +11,8 @@
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use super::dialect::{self, Dialect, ServerTimings, StreamEvent, Usage};
-use super::sse::{SseDecoder, SseError};
+use crate::core::dialect::{self, Dialect, ServerTimings, StreamEvent, Usage};
+use crate::core::sse::{SseDecoder, SseError};
 
 /// One token-carrying chunk: its arrival time and how many tokens it carried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

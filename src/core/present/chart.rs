@@ -6,10 +6,10 @@
 
 use std::fmt::Write as _;
 
-use super::histogram::Hist;
-use super::metrics::in_flight_timeline;
-use super::record::RequestRecord;
-use super::report::Report;
+use crate::core::histogram::Hist;
+use crate::core::metrics::in_flight_timeline;
+use crate::core::record::RequestRecord;
+use crate::core::report::Report;
 
 /// Escapes text for XML/HTML (element content and attribute values).
 pub fn escape(s: &str) -> String {

@@ -6,10 +6,10 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::chart::escape;
-use super::report::{self, Report, ReportError, SignatureBlock, Verification, ALG};
-use super::sign::{self, KeyPair};
-use super::view;
+use crate::core::chart::escape;
+use crate::core::report::{self, Report, ReportError, SignatureBlock, Verification, ALG};
+use crate::core::sign::{self, KeyPair};
+use crate::core::view;
 
 /// Card schema id.
 pub const CARD_SCHEMA: &str = "pinbench.card/v1";

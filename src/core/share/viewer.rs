@@ -5,12 +5,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::card::{self, CardCheck};
-use super::compare::Subject;
-use super::import::{self, ImportError};
-use super::jcs;
-use super::report::{self, Mismatch, Report, ReportError, Verification};
-use super::sign;
+use crate::core::card::{self, CardCheck};
+use crate::core::compare::Subject;
+use crate::core::import::{self, ImportError};
+use crate::core::jcs;
+use crate::core::report::{self, Mismatch, Report, ReportError, Verification};
+use crate::core::sign;
 
 /// Why a file could not be opened. Every variant is a message a person can act on.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -2,11 +2,11 @@
 //! (building, then dropping, the tree of a 10,000-request report cost more than
 //! everything else the viewer does). One recursive-descent pass: members are sorted by
 //! UTF-16 code units, strings re-escaped minimally, numbers printed the ECMAScript way.
-//! Its output equals [`super::sign::canonical_value`] of the parsed text (a property test
+//! Its output equals [`crate::core::sign::canonical_value`] of the parsed text (a property test
 //! checks it), and it rejects what `serde_json` rejects plus duplicate keys and integers
 //! beyond 2^53 (which a signature could not cover exactly).
 
-use super::sign::CanonicalDoc;
+use crate::core::sign::CanonicalDoc;
 
 /// Nesting limit (as `serde_json`'s).
 pub const MAX_DEPTH: usize = 128;
@@ -417,7 +417,7 @@ fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 fn write_str(out: &mut Vec<u8>, s: &str) {
-    super::sign::write_canonical_str(out, s);
+    crate::core::sign::write_canonical_str(out, s);
 }
 
 #[cfg(test)]

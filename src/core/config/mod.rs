@@ -1,0 +1,3 @@
+//! The run configuration: the pins (types, raw form and share link, parsing, fit check).
+
+pub mod pins;

@@ -1,0 +1,187 @@
+//! The fit check: concurrency × (prompt + output) against the KV budget and the
+//! context length, before a run.
+
+use super::parse::{parse_choice, parse_kv_capacity, parse_list, parse_positive_u32};
+use super::*;
+
+/// Inputs of the fit check; each may be unknown (a form being filled, or undisclosed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FitInputs {
+    /// Most concurrent requests the client will have in flight.
+    pub concurrency: Option<u32>,
+    /// Largest prompt, tokens.
+    pub prompt_max: Option<u32>,
+    /// Largest output, tokens.
+    pub output_max: Option<u32>,
+    /// Server max model length.
+    pub max_model_len: Option<u32>,
+    /// Server KV capacity, tokens.
+    pub kv_tokens: Option<u64>,
+    /// Server max concurrent sequences.
+    pub max_num_seqs: Option<u32>,
+}
+
+impl FitInputs {
+    /// Reads what a raw form already pins (fields that do not parse count as unknown).
+    pub fn from_raw(raw: &RawConfig) -> Self {
+        fn known(f: &RawField) -> Option<&str> {
+            Some(f.text.trim()).filter(|t| !t.is_empty() && !t.eq_ignore_ascii_case("undisclosed"))
+        }
+        let closed = parse_choice(&raw.load_mode.text, &[("closed", true), ("open", false)]);
+        let concurrency = match closed {
+            Some(true) => known(&raw.concurrency)
+                .and_then(|t| parse_list(t, parse_positive_u32))
+                .and_then(|v| v.into_iter().max()),
+            Some(false) => known(&raw.in_flight_cap).and_then(parse_positive_u32),
+            None => None,
+        };
+        Self {
+            concurrency,
+            prompt_max: known(&raw.prompt_tokens)
+                .and_then(parse_length_dist)
+                .map(|d| d.max()),
+            output_max: known(&raw.output_tokens)
+                .and_then(parse_length_dist)
+                .map(|d| d.max()),
+            max_model_len: known(&raw.max_model_len).and_then(parse_positive_u32),
+            kv_tokens: known(&raw.kv_capacity)
+                .and_then(parse_kv_capacity)
+                .and_then(|c| match c {
+                    KvCapacity::Tokens { tokens } => Some(tokens),
+                    KvCapacity::GpuMemoryUtilization { .. } => None,
+                }),
+            max_num_seqs: known(&raw.max_num_seqs).and_then(parse_positive_u32),
+        }
+    }
+
+    /// Reads a pinned configuration.
+    pub fn from_config(cfg: &RunConfig) -> Self {
+        Self {
+            concurrency: cfg
+                .load
+                .value
+                .steps
+                .iter()
+                .map(|s| s.max_concurrency())
+                .max(),
+            prompt_max: Some(cfg.prompt_len.value.max()),
+            output_max: Some(cfg.output_len.value.max()),
+            max_model_len: cfg.kv.max_model_len.value.known().copied(),
+            kv_tokens: match cfg.kv.capacity.value {
+                Disclosure::Value(KvCapacity::Tokens { tokens }) => Some(tokens),
+                _ => None,
+            },
+            max_num_seqs: cfg.kv.max_num_seqs.value.known().copied(),
+        }
+    }
+}
+
+/// The fit check's conclusion, worst first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FitVerdict {
+    /// Requests longer than the context: the server will reject (or truncate) them.
+    Rejects,
+    /// The server will have to queue or preempt requests.
+    Queues,
+    /// Not enough is known to say.
+    Unknown,
+    /// Everything fits.
+    Fits,
+}
+
+impl FitVerdict {
+    /// The verdict in words.
+    pub fn label(self) -> &'static str {
+        match self {
+            FitVerdict::Rejects => "requests longer than the context will be rejected",
+            FitVerdict::Queues => "the server will have to queue or preempt",
+            FitVerdict::Unknown => "not enough is known to say",
+            FitVerdict::Fits => "everything fits",
+        }
+    }
+}
+
+/// The fit check: its verdict and plain sentences.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FitCheck {
+    /// Worst finding.
+    pub verdict: FitVerdict,
+    /// One sentence per finding.
+    pub lines: Vec<String>,
+}
+
+/// Concurrency × (prompt + output) against the KV budget, max sequences and max length.
+pub fn fit_check(i: &FitInputs) -> FitCheck {
+    let mut lines = Vec::new();
+    let mut verdict = FitVerdict::Fits;
+    let worse = |v: FitVerdict, verdict: &mut FitVerdict| *verdict = (*verdict).min(v);
+    let per_seq = match (i.prompt_max, i.output_max) {
+        (Some(p), Some(o)) => Some(u64::from(p) + u64::from(o)),
+        _ => {
+            lines.push(
+                "Prompt and output lengths are not pinned yet: the fit cannot be checked.".into(),
+            );
+            worse(FitVerdict::Unknown, &mut verdict);
+            None
+        }
+    };
+    match (per_seq, i.max_model_len) {
+        (Some(s), Some(m)) if s > u64::from(m) => {
+            lines.push(format!("A request needs up to {s} tokens of context but max model length is {m}: the server will reject or cut such requests."));
+            worse(FitVerdict::Rejects, &mut verdict);
+        }
+        (Some(s), Some(m)) => lines.push(format!(
+            "A request needs up to {s} tokens of context; max model length {m} holds it."
+        )),
+        (Some(_), None) => {
+            lines.push(
+                "Max model length is undisclosed: whether the longest requests fit is unknown."
+                    .into(),
+            );
+            worse(FitVerdict::Unknown, &mut verdict);
+        }
+        (None, _) => {}
+    }
+    match (i.concurrency, i.max_num_seqs) {
+        (Some(c), Some(m)) if c > m => {
+            lines.push(format!("Concurrency {c} exceeds the server's {m} concurrent sequences: {} requests will wait in the server queue.", c - m));
+            worse(FitVerdict::Queues, &mut verdict);
+        }
+        (Some(c), Some(m)) => lines.push(format!(
+            "Concurrency {c} is within the server's {m} concurrent sequences."
+        )),
+        (None, _) => {
+            lines.push("Load is not pinned yet: concurrency is unknown.".into());
+            worse(FitVerdict::Unknown, &mut verdict);
+        }
+        (Some(_), None) => {
+            lines.push("Max concurrent sequences is undisclosed.".into());
+            worse(FitVerdict::Unknown, &mut verdict);
+        }
+    }
+    match (i.concurrency, per_seq, i.kv_tokens) {
+        (Some(c), Some(s), Some(kv)) => {
+            let need = u64::from(c) * s;
+            if need > kv {
+                let fit = kv / s.max(1);
+                lines.push(format!("{c} streams × {s} tokens = {need} KV tokens, but the KV cache holds {kv}: only {fit} sequences fit at full length; the rest will queue or be preempted."));
+                worse(FitVerdict::Queues, &mut verdict);
+            } else {
+                lines.push(format!(
+                    "{c} streams × {s} tokens = {need} KV tokens of {kv} ({}%).",
+                    need * 100 / kv.max(1)
+                ));
+            }
+        }
+        (Some(_), Some(_), None) => {
+            lines.push(
+                "KV capacity in tokens is undisclosed: whether the load fits the cache is unknown."
+                    .into(),
+            );
+            worse(FitVerdict::Unknown, &mut verdict);
+        }
+        _ => {}
+    }
+    FitCheck { verdict, lines }
+}

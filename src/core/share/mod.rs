@@ -1,0 +1,10 @@
+//! The report and what travels with it: schema, canonical JSON and signatures, the
+//! embeddable card, opening shared files, imports of other tools, comparison.
+
+pub mod card;
+pub mod compare;
+pub mod import;
+pub mod jcs;
+pub mod report;
+pub mod sign;
+pub mod viewer;

@@ -1,0 +1,5 @@
+//! Records → numbers: the metric definitions (DESIGN §2) and the HDR histograms behind
+//! every distribution.
+
+pub mod histogram;
+pub mod metrics;

@@ -1,0 +1,104 @@
+//! What the browser keeps in `localStorage`: the signing key, an API key only when the
+//! user ticks "remember", and the checkpoints of runs in progress (one per run id).
+
+use crate::core::report::Checkpoint;
+use crate::core::sign::KeyPair;
+use crate::web;
+
+const KEY_STORAGE: &str = "pinbench.signing-key";
+/// Where the API key is kept, only when the user ticks "remember".
+const API_KEY_STORAGE: &str = "pinbench.api-key";
+/// Where a run in progress keeps its completed requests (one key per run id), so that a
+/// closed or crashed tab loses none of them.
+pub const CHECKPOINT_PREFIX: &str = "pinbench.checkpoint.";
+/// The single checkpoint key of earlier versions (still offered when found).
+const LEGACY_CHECKPOINT: &str = "pinbench.interrupted-run";
+
+/// The signing key in browser storage, if one was created (never creates one).
+pub fn existing_signing_key() -> Option<KeyPair> {
+    web::storage()
+        .and_then(|s| s.get_item(KEY_STORAGE).ok().flatten())
+        .and_then(|t| KeyPair::from_secret_base64(&t).ok())
+}
+
+/// The signing key from browser storage, created on first use.
+pub fn signing_key() -> KeyPair {
+    let stored = web::storage().and_then(|s| s.get_item(KEY_STORAGE).ok().flatten());
+    if let Some(k) = stored.and_then(|t| KeyPair::from_secret_base64(&t).ok()) {
+        return k;
+    }
+    let k = KeyPair::from_secret(web::random_seed());
+    if let Some(s) = web::storage() {
+        let _ = s.set_item(KEY_STORAGE, &k.secret_base64());
+    }
+    k
+}
+
+/// Keeps `k` as this browser's signing key; `Err` when storage is unavailable.
+pub fn keep_signing_key(k: &KeyPair) -> Result<(), String> {
+    match web::storage().map(|s| s.set_item(KEY_STORAGE, &k.secret_base64())) {
+        Some(Ok(())) => Ok(()),
+        _ => Err("This browser's storage is not available: the key was not kept.".into()),
+    }
+}
+
+/// The API key remembered in this browser, if the user asked for that.
+pub fn remembered_api_key() -> Option<String> {
+    web::storage().and_then(|s| s.get_item(API_KEY_STORAGE).ok().flatten())
+}
+
+/// Remembers `key` (`Some`) or forgets any remembered key (`None`).
+pub fn remember_api_key(key: Option<&str>) {
+    if let Some(s) = web::storage() {
+        let _ = match key {
+            Some(k) => s.set_item(API_KEY_STORAGE, k),
+            None => s.remove_item(API_KEY_STORAGE),
+        };
+    }
+}
+
+/// Writes a checkpoint under `key`; when it does not fit, keeps the first half of the
+/// records, then the first quarter, … and says how many were left out.
+pub fn save_checkpoint(key: &str, mut cp: Checkpoint) {
+    let Some(store) = web::storage() else { return };
+    let total = cp.records.len();
+    loop {
+        cp.dropped = (total - cp.records.len()) as u32;
+        let Ok(text) = serde_json::to_string(&cp) else {
+            return;
+        };
+        if store.set_item(key, &text).is_ok() || cp.records.is_empty() {
+            return;
+        }
+        let keep = cp.records.len() / 2;
+        cp.records.truncate(keep);
+    }
+}
+
+pub fn remove_checkpoint(key: &str) {
+    if let Some(s) = web::storage() {
+        let _ = s.remove_item(key);
+    }
+}
+
+/// Checkpoints of interrupted runs (one per run id; the oldest form had one key).
+pub fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
+    let Some(store) = web::storage() else {
+        return Vec::new();
+    };
+    let n = store.length().unwrap_or(0);
+    let keys: Vec<String> = (0..n)
+        .filter_map(|i| store.key(i).ok().flatten())
+        .filter(|k| k.starts_with(CHECKPOINT_PREFIX) || k == LEGACY_CHECKPOINT)
+        .collect();
+    let mut out: Vec<(String, Checkpoint)> = keys
+        .into_iter()
+        .filter_map(|k| {
+            let text = store.get_item(&k).ok()??;
+            let cp: Checkpoint = serde_json::from_str(&text).ok()?;
+            Some((k, cp))
+        })
+        .collect();
+    out.sort_by(|a, b| a.1.created.cmp(&b.1.created));
+    out
+}
