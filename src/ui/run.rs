@@ -6,7 +6,7 @@ use std::rc::Rc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use crate::core::metrics::{ClientEnv, Dist, RunHost, Slo};
+use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{self, wire_name, FitInputs, Provenance, RawConfig, RawField, RunConfig};
 use crate::core::report::{Checkpoint, ProbeSnapshot, Report, ReportBody};
 use crate::core::session::Progress;
@@ -459,38 +459,6 @@ async fn probe(base: &str) -> Result<ProbeResult, String> {
         }
     }
     Ok((out, snapshots))
-}
-
-fn fmt_ms(us: u64) -> String {
-    format!("{:.1} ms", us as f64 / 1000.0)
-}
-
-fn fmt_rate(milli: u64) -> String {
-    format!("{:.1}", milli as f64 / 1000.0)
-}
-
-fn dist_cells(d: Option<Dist>, f: fn(u64) -> String) -> String {
-    d.map(|d| {
-        format!(
-            "p50 {} · p90 {} · p99 {} (n={})",
-            f(d.p50),
-            f(d.p90),
-            f(d.p99),
-            d.count
-        )
-    })
-    .unwrap_or_else(|| "—".into())
-}
-
-/// Failed requests by kind, as "http_429 × 3, network × 1" (or "none").
-fn errors_text(e: &std::collections::BTreeMap<String, u32>) -> String {
-    if e.is_empty() {
-        return "none".into();
-    }
-    e.iter()
-        .map(|(k, n)| format!("{k} × {n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// One line stating the pins, printed beside every headline number.
@@ -967,70 +935,10 @@ fn results_view(
     r: &Report,
     on_download: impl Fn(leptos::ev::MouseEvent) + 'static,
 ) -> impl IntoView {
-    let b = &r.body;
-    let pins = pins_line(&b.config);
-    // The same charts as the viewer: every step's, plus the sweep curve.
-    let mut charts: Vec<(String, String)> = Vec::new();
-    for s in &b.summary.steps {
-        for c in crate::core::chart::report_charts(r, s.step) {
-            if c.id != "sweep" || s.step == 0 {
-                charts.push((
-                    format!("{}-{}", c.id, s.step),
-                    crate::core::chart::render_svg(&c),
-                ));
-            }
-        }
-    }
-    let rows = b
-        .summary
-        .steps
-        .iter()
-        .map(|s| {
-            let steady = s.windows.steady.map(|w| format!("{} tok/s aggregate (steady window, {} µs)", fmt_rate(w.aggregate_output_milli), w.end_us - w.start_us)).unwrap_or_else(|| "no steady window".into());
-            view! {
-                <tr data-testid=format!("result-step-{}", s.step)>
-                    <td>{s.load.to_string()}</td>
-                    <td data-testid="aggregate">{steady}</td>
-                    <td>{dist_cells(s.decode_speed_milli, fmt_rate)}" tok/s per stream (decode)"</td>
-                    <td>{dist_cells(s.ttft_us, fmt_ms)}</td>
-                    <td>{dist_cells(s.tpot_us, fmt_ms)}</td>
-                    <td data-testid="achieved-concurrency">{format!("{} achieved (max {}) of {}", pins::milli(s.concurrency.achieved_mean_milli), s.concurrency.achieved_max, s.concurrency.target)}</td>
-                    <td data-testid="errors">{errors_text(&s.errors_by_kind)}</td>
-                    <td data-testid="goodput">{s.goodput.map(|g| format!("{} of {} met the SLOs · {} req/s", g.met, g.judged, fmt_rate(g.rps_milli))).unwrap_or_else(|| "no SLO set".into())}</td>
-                    <td data-testid="open-loop">{s.open_loop.map(|o| format!(
-                        "offered {} req/s · achieved {} req/s · {} of {} arrivals held back by the in-flight cap · TTFT from the intended arrival {}",
-                        pins::milli(o.offered_rate_milli),
-                        o.achieved_rate_milli.map(pins::milli).unwrap_or_else(|| "—".into()),
-                        o.held_by_cap,
-                        o.arrivals,
-                        dist_cells(o.ttft_from_arrival_us, fmt_ms),
-                    )).unwrap_or_else(|| "closed loop".into())}</td>
-                </tr>
-            }
-        })
-        .collect_view();
-    let verdict = if b.client.invalid {
-        "INVALID: the client limited this run"
-    } else {
-        "valid"
-    };
+    // The same rendering as the viewer's (one report rendering for both screens).
     view! {
         <section class="results" data-testid="results" aria-label="Results">
-            <p class="results__pins" data-testid="results-pins">{pins}</p>
-            <ul data-testid="report-notes">{b.notes.iter().map(|n| view! { <li><strong>{n.clone()}</strong></li> }).collect_view()}</ul>
-            <p data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
-            <p data-testid="run-host">{format!("Measured by: {}", b.client.env.host.map(|h| h.label()).unwrap_or("not recorded"))}</p>
-            <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
-            <table>
-                <thead><tr><th>"load"</th><th>"aggregate output"</th><th>"per-stream decode"</th><th>"TTFT"</th><th>"TPOT"</th><th>"concurrency"</th><th>"errors"</th><th>"goodput"</th><th>"open loop: offered vs achieved"</th></tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
-            {super::viewer::ttft_split_table(r)}
-            <div class="charts" data-testid="result-charts">
-                {charts.into_iter().map(|(id, svg)| view! {
-                    <figure class="chart-box" data-testid=format!("figure-chart-{id}") inner_html=svg></figure>
-                }).collect_view()}
-            </div>
+            <div data-testid="result-charts">{super::viewer::report_body(r)}</div>
             <button data-testid="download-report" on:click=on_download>"Download signed report"</button>
         </section>
     }

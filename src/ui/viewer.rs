@@ -424,51 +424,6 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
         }
         CardCheck::Mismatch(m) => format!("Embeddable card does not match: {m}"),
     };
-    let verdict = if b.client.invalid {
-        "INVALID: the client limited this run"
-    } else {
-        "valid: the client did not limit this run"
-    };
-    let steps = b
-        .summary
-        .steps
-        .iter()
-        .map(|s| {
-            let charts: Vec<(String, String)> = chart::report_charts(r, s.step)
-                .into_iter()
-                .filter(|c| c.id != "sweep")
-                .map(|c| (c.id.clone(), chart::render_svg(&c)))
-                .collect();
-            let figures = view::headline(s);
-            view! {
-                <section class="step" data-testid=format!("step-{}", s.step) aria-label=format!("Step {}", s.step)>
-                    <h4>{format!("Step {}: {}", s.step, s.load)}</h4>
-                    <dl class="headline" data-testid="headline">
-                        {figures.into_iter().map(|f| view! {
-                            <div class="headline__fig" data-testid=format!("figure-{}", f.key)>
-                                <dt>{f.label}</dt>
-                                <dd><strong>{f.value}</strong>" "<span class="headline__window">{format!("({})", f.window)}</span></dd>
-                            </div>
-                        }).collect_view()}
-                    </dl>
-                    <p data-testid="errors">{format!("Errors by kind: {}", if s.errors_by_kind.is_empty() { "none".to_owned() } else { s.errors_by_kind.iter().map(|(k, v)| format!("{k} ×{v}")).collect::<Vec<_>>().join(", ") })}</p>
-                    <div class="charts">
-                        {charts.into_iter().map(|(id, svg)| view! {
-                            <figure class="chart-box" data-testid=format!("figure-chart-{id}") inner_html=svg></figure>
-                        }).collect_view()}
-                    </div>
-                </section>
-            }
-        })
-        .collect_view();
-    let sweep = (b.summary.steps.len() > 1).then(|| {
-        let svg = chart::render_svg(&chart::sweep_chart(r));
-        view! { <figure class="chart-box" data-testid="figure-chart-sweep" inner_html=svg></figure> }
-    });
-    let translator = view::translator(r, 0);
-    let records: Vec<_> = b.records.iter().take(50).cloned().collect();
-    let total = b.records.len();
-    let pins_line = super::run::pins_line(&b.config);
     // Embed: the hosted form when the report has a URL, else the link-only form.
     let base = files::page_base();
     let card_fragment = r.card.as_ref().and_then(|c| c.to_fragment().ok());
@@ -565,8 +520,89 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
             <p class="report__timing" data-testid="open-timing">{timing}</p>
             <ul data-testid="mismatches">{recompute.2.into_iter().map(|m| view! { <li>{m}</li> }).collect_view()}</ul>
             <p data-testid="card-state">{card_text}</p>
+            {report_body(r)}
+            <section class="share" aria-label="Share">
+                <button data-testid="download-csv" on:click=csv>"Download records as CSV"</button>
+                <label>" Card theme "
+                    <select data-testid="embed-theme" aria-label="Card theme" on:change=move |ev| set_theme.set(event_target_value(&ev))>
+                        <option value="light">"light"</option>
+                        <option value="dark">"dark"</option>
+                    </select>
+                </label>
+                <button data-testid="copy-embed" on:click=copy_snippet disabled=move || snippet.get().is_none()>"Copy embed snippet"</button>
+                <button data-testid="export-card-svg" on:click=export_svg>"Export card as SVG"</button>
+                {card_link.map(|l| view! { <a data-testid="card-link" href=l target="_blank" rel="noopener">"Card link (no hosting needed)"</a> })}
+                <pre data-testid="embed-snippet">{move || snippet.get().unwrap_or_else(|| "No embed available: the report has no signed card and no URL.".into())}</pre>
+                <p role="status" data-testid="share-status">{move || copy_msg.get()}</p>
+            </section>
+        </article>
+    }
+}
+
+/// The report itself — notes, client verdict and host, pins, TTFT split, probes, each
+/// step's headline figures (per-stream or aggregate, with their window), open-loop
+/// figures and charts, the sweep, the metric translator and the first records. The one
+/// rendering of a report: the viewer shows it under the signature checks, the Run screen
+/// as its results.
+pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
+    let b = &r.body;
+    let verdict = if b.client.invalid {
+        "INVALID: the client limited this run"
+    } else {
+        "valid: the client did not limit this run"
+    };
+    let host = b
+        .client
+        .env
+        .host
+        .map(|h| h.label())
+        .unwrap_or("not recorded");
+    let steps = b
+        .summary
+        .steps
+        .iter()
+        .map(|s| {
+            let charts: Vec<(String, String)> = chart::report_charts(r, s.step)
+                .into_iter()
+                .filter(|c| c.id != "sweep")
+                .map(|c| (c.id.clone(), chart::render_svg(&c)))
+                .collect();
+            let figures = view::headline(s);
+            view! {
+                <section class="step" data-testid=format!("step-{}", s.step) aria-label=format!("Step {}", s.step)>
+                    <h4>{format!("Step {}: {}", s.step, s.load)}</h4>
+                    <dl class="headline" data-testid="headline">
+                        {figures.into_iter().map(|f| view! {
+                            <div class="headline__fig" data-testid=format!("figure-{}", f.key)>
+                                <dt>{f.label}</dt>
+                                <dd><strong>{f.value}</strong>" "<span class="headline__window">{format!("({})", f.window)}</span></dd>
+                            </div>
+                        }).collect_view()}
+                    </dl>
+                    <p data-testid="errors">{format!("Errors by kind: {}", if s.errors_by_kind.is_empty() { "none".to_owned() } else { s.errors_by_kind.iter().map(|(k, v)| format!("{k} ×{v}")).collect::<Vec<_>>().join(", ") })}</p>
+                    {s.open_loop.map(|o| view! { <p data-testid="open-loop">{view::open_loop_text(&o)}</p> })}
+                    <div class="charts">
+                        {charts.into_iter().map(|(id, svg)| view! {
+                            <figure class="chart-box" data-testid=format!("figure-chart-{id}") inner_html=svg></figure>
+                        }).collect_view()}
+                    </div>
+                </section>
+            }
+        })
+        .collect_view();
+    let sweep = (b.summary.steps.len() > 1).then(|| {
+        let svg = chart::render_svg(&chart::sweep_chart(r));
+        view! { <figure class="chart-box" data-testid="figure-chart-sweep" inner_html=svg></figure> }
+    });
+    let translator = view::translator(r, 0);
+    let records: Vec<_> = b.records.iter().take(50).cloned().collect();
+    let total = b.records.len();
+    let pins_line = super::run::pins_line(&b.config);
+    view! {
+        <div class="report__body" data-testid="report-body">
             <ul data-testid="report-notes">{b.notes.iter().map(|n| view! { <li><strong>{n.clone()}</strong></li> }).collect_view()}</ul>
             <p data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
+            <p data-testid="run-host">{format!("Measured by: {host}")}</p>
             <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
             <p class="results__pins" data-testid="report-pins-line">{pins_line}</p>
             {ttft_split_table(r)}
@@ -617,21 +653,7 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
                     }).collect_view()}
                 </tbody>
             </table>
-            <section class="share" aria-label="Share">
-                <button data-testid="download-csv" on:click=csv>"Download records as CSV"</button>
-                <label>" Card theme "
-                    <select data-testid="embed-theme" aria-label="Card theme" on:change=move |ev| set_theme.set(event_target_value(&ev))>
-                        <option value="light">"light"</option>
-                        <option value="dark">"dark"</option>
-                    </select>
-                </label>
-                <button data-testid="copy-embed" on:click=copy_snippet disabled=move || snippet.get().is_none()>"Copy embed snippet"</button>
-                <button data-testid="export-card-svg" on:click=export_svg>"Export card as SVG"</button>
-                {card_link.map(|l| view! { <a data-testid="card-link" href=l target="_blank" rel="noopener">"Card link (no hosting needed)"</a> })}
-                <pre data-testid="embed-snippet">{move || snippet.get().unwrap_or_else(|| "No embed available: the report has no signed card and no URL.".into())}</pre>
-                <p role="status" data-testid="share-status">{move || copy_msg.get()}</p>
-            </section>
-        </article>
+        </div>
     }
 }
 

@@ -255,6 +255,25 @@ pub fn fmt_rate(m: u64) -> String {
     format!("{:.1}", m as f64 / 1000.0)
 }
 
+/// An open loop's arrivals in one sentence: offered against achieved rate, how many
+/// arrivals the in-flight cap held back, and TTFT from the intended arrival.
+pub fn open_loop_text(o: &crate::core::metrics::OpenLoopFigures) -> String {
+    let ttft = o
+        .ttft_from_arrival_us
+        .map(|d| format!("p50 {} · p99 {}", fmt_ms(d.p50), fmt_ms(d.p99)))
+        .unwrap_or_else(|| "—".into());
+    format!(
+        "Open loop: offered {} req/s · achieved {} req/s · {} of {} arrivals held back by the in-flight cap · TTFT from the intended arrival {}",
+        crate::core::pins::milli(o.offered_rate_milli),
+        o.achieved_rate_milli
+            .map(crate::core::pins::milli)
+            .unwrap_or_else(|| "—".into()),
+        o.held_by_cap,
+        o.arrivals,
+        ttft,
+    )
+}
+
 /// One headline figure: the value and the window it comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Figure {
@@ -693,6 +712,32 @@ mod tests {
         assert_eq!((s[0].1, s[1].1), (100, 800));
         assert_eq!(s[0].1 + s[1].1 + s[2].1, s[3].1);
         assert_eq!(s[3].3, 5);
+    }
+
+    #[test]
+    fn open_loop_sentence_states_offered_and_achieved() {
+        let d = crate::core::metrics::Dist {
+            count: 3,
+            min: 1,
+            mean: 2,
+            p50: 2_000,
+            p90: 3,
+            p95: 3,
+            p99: 9_500,
+            p999: 3,
+            max: 3,
+        };
+        let o = crate::core::metrics::OpenLoopFigures {
+            offered_rate_milli: 10_000,
+            arrival_rate_milli: Some(9_800),
+            achieved_rate_milli: Some(4_125),
+            arrivals: 40,
+            held_by_cap: 31,
+            dispatch_delay_us: None,
+            ttft_from_arrival_us: Some(d),
+            e2e_from_arrival_us: None,
+        };
+        assert_eq!(open_loop_text(&o), "Open loop: offered 10 req/s · achieved 4.125 req/s · 31 of 40 arrivals held back by the in-flight cap · TTFT from the intended arrival p50 2.00 ms · p99 9.50 ms");
     }
 
     #[test]
