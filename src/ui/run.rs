@@ -93,6 +93,8 @@ struct RunContext {
     probes: Vec<ProbeSnapshot>,
     key: String,
     completed: std::cell::RefCell<Vec<crate::core::record::RequestRecord>>,
+    /// Parts of the records written so far, and records that did not fit in storage.
+    parts: std::cell::Cell<(u32, u32)>,
     listener: wasm_bindgen::closure::Closure<dyn FnMut()>,
 }
 
@@ -117,6 +119,7 @@ impl RunContext {
             probes,
             key,
             completed: std::cell::RefCell::new(Vec::new()),
+            parts: std::cell::Cell::new((0, 0)),
             listener,
         };
         ctx.listen(true);
@@ -152,8 +155,8 @@ impl RunContext {
                     host: None,
                 },
                 planned: None,
-                records: self.completed.borrow().clone(),
-                dropped: 0,
+                records: Vec::new(),
+                dropped: self.parts.get().1,
             },
         );
     }
@@ -208,8 +211,19 @@ impl RunSinks {
     }
 
     fn on_checkpoint(&self, records: &[crate::core::record::RequestRecord]) {
-        self.ctx.completed.borrow_mut().extend_from_slice(records);
-        self.ctx.write_checkpoint();
+        let ctx = &self.ctx;
+        ctx.completed.borrow_mut().extend_from_slice(records);
+        let (n, dropped) = ctx.parts.get();
+        let kept = store::append_checkpoint_records(&ctx.key, n, records);
+        let dropped = if kept {
+            dropped
+        } else {
+            dropped + records.len() as u32
+        };
+        ctx.parts.set((n + 1, dropped));
+        if n == 0 || !kept {
+            ctx.write_checkpoint();
+        }
     }
 
     fn on_done(&self, result: RunResult) {
@@ -252,8 +266,11 @@ impl RunSinks {
             }
             Err(e) => {
                 // Keep the checkpoint, and offer the records with the error, unsigned.
-                *ctx.completed.borrow_mut() = result.records.clone();
-                ctx.write_checkpoint();
+                // The checkpoint then holds every record of the run.
+                remove_checkpoint(&ctx.key);
+                ctx.parts.set((0, 0));
+                ctx.completed.borrow_mut().clear();
+                self.on_checkpoint(&result.records);
                 let doc = serde_json::json!({
                     "error": e,
                     "created": ctx.created,

@@ -57,28 +57,49 @@ pub fn remember_api_key(key: Option<&str>) {
     }
 }
 
-/// Writes a checkpoint under `key`; when it does not fit, keeps the first half of the
-/// records, then the first quarter, … and says how many were left out.
+/// Writes a checkpoint's description (everything but the records) under `key`; its
+/// records are written in parts as they arrive ([`append_checkpoint_records`]), so each
+/// write costs only the new records, never the whole run again.
 pub fn save_checkpoint(key: &str, mut cp: Checkpoint) {
     let Some(store) = web::storage() else { return };
-    let total = cp.records.len();
-    loop {
-        cp.dropped = (total - cp.records.len()) as u32;
-        let Ok(text) = serde_json::to_string(&cp) else {
-            return;
-        };
-        if store.set_item(key, &text).is_ok() || cp.records.is_empty() {
-            return;
-        }
-        let keep = cp.records.len() / 2;
-        cp.records.truncate(keep);
+    cp.records.clear();
+    if let Ok(text) = serde_json::to_string(&cp) {
+        let _ = store.set_item(key, &text);
     }
 }
 
+/// Writes part `n` of a checkpoint's records; `false` when the browser's storage is full
+/// (the records of that part are then not kept, and [`stored_checkpoints`] counts them as
+/// dropped only if the description says so).
+pub fn append_checkpoint_records(
+    key: &str,
+    n: u32,
+    records: &[crate::core::record::RequestRecord],
+) -> bool {
+    let Some(store) = web::storage() else {
+        return false;
+    };
+    let Ok(text) = serde_json::to_string(records) else {
+        return false;
+    };
+    store.set_item(&format!("{key}#{n}"), &text).is_ok()
+}
+
+/// Removes a checkpoint and all its parts.
 pub fn remove_checkpoint(key: &str) {
-    if let Some(s) = web::storage() {
-        let _ = s.remove_item(key);
+    let Some(s) = web::storage() else { return };
+    let n = s.length().unwrap_or(0);
+    let parts: Vec<String> = (0..n)
+        .filter_map(|i| s.key(i).ok().flatten())
+        .filter(|k| {
+            k.strip_prefix(key)
+                .is_some_and(|rest| rest.starts_with('#'))
+        })
+        .collect();
+    for k in parts {
+        let _ = s.remove_item(&k);
     }
+    let _ = s.remove_item(key);
 }
 
 /// Checkpoints of interrupted runs (one per run id; the oldest form had one key).
@@ -87,16 +108,38 @@ pub fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
         return Vec::new();
     };
     let n = store.length().unwrap_or(0);
-    let keys: Vec<String> = (0..n)
-        .filter_map(|i| store.key(i).ok().flatten())
-        .filter(|k| k.starts_with(CHECKPOINT_PREFIX) || k == LEGACY_CHECKPOINT)
-        .collect();
-    let mut out: Vec<(String, Checkpoint)> = keys
-        .into_iter()
+    let all: Vec<String> = (0..n).filter_map(|i| store.key(i).ok().flatten()).collect();
+    let mut out: Vec<(String, Checkpoint)> = all
+        .iter()
+        .filter(|k| {
+            (k.starts_with(CHECKPOINT_PREFIX) && !k.contains('#')) || *k == LEGACY_CHECKPOINT
+        })
         .filter_map(|k| {
-            let text = store.get_item(&k).ok()??;
-            let cp: Checkpoint = serde_json::from_str(&text).ok()?;
-            Some((k, cp))
+            let text = store.get_item(k).ok()??;
+            let mut cp: Checkpoint = serde_json::from_str(&text).ok()?;
+            // Its records, part by part, in order.
+            let mut parts: Vec<(u32, &String)> = all
+                .iter()
+                .filter_map(|p| {
+                    let n = p
+                        .strip_prefix(k.as_str())?
+                        .strip_prefix('#')?
+                        .parse()
+                        .ok()?;
+                    Some((n, p))
+                })
+                .collect();
+            parts.sort();
+            for (_, p) in parts {
+                let part: Vec<crate::core::record::RequestRecord> = store
+                    .get_item(p)
+                    .ok()
+                    .flatten()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .unwrap_or_default();
+                cp.records.extend(part);
+            }
+            Some((k.clone(), cp))
         })
         .collect();
     out.sort_by(|a, b| a.1.created.cmp(&b.1.created));
