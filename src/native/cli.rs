@@ -314,6 +314,8 @@ async fn drive(
     > = std::collections::HashMap::new();
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
+    // Ctrl-C stops the run once (its future is not polled again after it fired).
+    let mut interrupted = false;
     let mut last_print = 0u64;
     let mut wake = session.poll(clock.now_us(), &mut net);
     loop {
@@ -334,7 +336,7 @@ async fn drive(
                 tokio::select! {
                     ev = rx.recv() => ev,
                     _ = sleep => None,
-                    _ = &mut ctrl_c => { session.stop(clock.now_us(), &mut net); None }
+                    _ = &mut ctrl_c, if !interrupted => { interrupted = true; session.stop(clock.now_us(), &mut net); None }
                 }
             }
             Wake::Event => {
@@ -342,7 +344,7 @@ async fn drive(
                 tokio::select! {
                     ev = rx.recv() => ev,
                     _ = tick => None,
-                    _ = &mut ctrl_c => { session.stop(clock.now_us(), &mut net); None }
+                    _ = &mut ctrl_c, if !interrupted => { interrupted = true; session.stop(clock.now_us(), &mut net); None }
                 }
             }
         };

@@ -92,8 +92,7 @@ struct RunContext {
     slo: Option<Slo>,
     probes: Vec<ProbeSnapshot>,
     key: String,
-    completed: std::cell::RefCell<Vec<crate::core::record::RequestRecord>>,
-    /// Parts of the records written so far, and records that did not fit in storage.
+    /// Parts of the records written so far, and parts that did not fit in storage.
     parts: std::cell::Cell<(u32, u32)>,
     listener: wasm_bindgen::closure::Closure<dyn FnMut()>,
 }
@@ -118,7 +117,6 @@ impl RunContext {
             slo,
             probes,
             key,
-            completed: std::cell::RefCell::new(Vec::new()),
             parts: std::cell::Cell::new((0, 0)),
             listener,
         };
@@ -210,16 +208,13 @@ impl RunSinks {
         self.progress.set(p);
     }
 
-    fn on_checkpoint(&self, records: &[crate::core::record::RequestRecord]) {
+    /// New completed records (`count` of them) as JSON text: stored as they are, never
+    /// parsed or re-serialised here while the run goes.
+    fn on_checkpoint(&self, records_json: &str, count: u32) {
         let ctx = &self.ctx;
-        ctx.completed.borrow_mut().extend_from_slice(records);
         let (n, dropped) = ctx.parts.get();
-        let kept = store::append_checkpoint_records(&ctx.key, n, records);
-        let dropped = if kept {
-            dropped
-        } else {
-            dropped + records.len() as u32
-        };
+        let kept = store::append_checkpoint_records(&ctx.key, n, records_json);
+        let dropped = if kept { dropped } else { dropped + count };
         ctx.parts.set((n + 1, dropped));
         if n == 0 || !kept {
             ctx.write_checkpoint();
@@ -230,16 +225,16 @@ impl RunSinks {
         let ctx = &self.ctx;
         ctx.listen(false);
         CURRENT_RUN.with(|c| *c.borrow_mut() = None);
-        self.page_lag.with_value(|l| {
-            if let Some(l) = l {
-                let (p99, max) = l.snapshot();
-                self.page_lag_text.set(format!(
-                    "page event-loop lag p99 {} ms (max {} ms)",
-                    pins::milli(p99),
-                    pins::milli(max)
-                ));
-            }
-        });
+        let page_lag = self
+            .page_lag
+            .with_value(|l| l.as_ref().map(|l| l.snapshot()));
+        if let Some((p99, max)) = page_lag {
+            self.page_lag_text.set(format!(
+                "page event-loop lag p99 {} ms (max {} ms)",
+                pins::milli(p99),
+                pins::milli(max)
+            ));
+        }
         self.page_lag.set_value(None);
         let built = ReportBody::build(
             ctx.created.clone(),
@@ -260,7 +255,12 @@ impl RunSinks {
             Ok(r) => {
                 remove_checkpoint(&ctx.key);
                 if let (Some(url), Ok(text)) = (&self.collect, r.to_json()) {
-                    post_to_collector(url, text);
+                    // The page's own event-loop lag during the run travels beside it.
+                    let (p99, max) = page_lag.unwrap_or((0, 0));
+                    post_to_collector(
+                        &format!("{url}?page_lag_p99_us={p99}&page_lag_max_us={max}"),
+                        text,
+                    );
                 }
                 self.report.set(Some(r));
             }
@@ -269,8 +269,9 @@ impl RunSinks {
                 // The checkpoint then holds every record of the run.
                 remove_checkpoint(&ctx.key);
                 ctx.parts.set((0, 0));
-                ctx.completed.borrow_mut().clear();
-                self.on_checkpoint(&result.records);
+                if let Ok(text) = serde_json::to_string(&result.records) {
+                    self.on_checkpoint(&text, result.records.len() as u32);
+                }
                 let doc = serde_json::json!({
                     "error": e,
                     "created": ctx.created,
@@ -299,7 +300,11 @@ impl RunSinks {
         CURRENT_RUN.with(|cur| *cur.borrow_mut() = Some(self.ctx.clone()));
         HostSink {
             progress: Box::new(move |p| a.on_progress(p)),
-            checkpoint: Box::new(move |r| b.on_checkpoint(r)),
+            checkpoint: Box::new(move |r| {
+                if let Ok(text) = serde_json::to_string(r) {
+                    b.on_checkpoint(&text, r.len() as u32)
+                }
+            }),
             done: Box::new(move |r| c.on_done(r)),
         }
     }
@@ -311,7 +316,7 @@ impl RunSinks {
         CURRENT_RUN.with(|cur| *cur.borrow_mut() = Some(self.ctx.clone()));
         PageSink {
             progress: Box::new(move |p| a.on_progress(p)),
-            checkpoint: Box::new(move |r| b.on_checkpoint(&r)),
+            checkpoint: Box::new(move |text, count| b.on_checkpoint(&text, count)),
             done: Box::new(move |r| c.on_done(r)),
             failed: Box::new(move |msg, started| {
                 if started {

@@ -68,21 +68,13 @@ pub fn save_checkpoint(key: &str, mut cp: Checkpoint) {
     }
 }
 
-/// Writes part `n` of a checkpoint's records; `false` when the browser's storage is full
-/// (the records of that part are then not kept, and [`stored_checkpoints`] counts them as
-/// dropped only if the description says so).
-pub fn append_checkpoint_records(
-    key: &str,
-    n: u32,
-    records: &[crate::core::record::RequestRecord],
-) -> bool {
+/// Writes part `n` of a checkpoint's records (a JSON array, as the run's host sent it);
+/// `false` when the browser's storage is full (that part is then not kept).
+pub fn append_checkpoint_records(key: &str, n: u32, records_json: &str) -> bool {
     let Some(store) = web::storage() else {
         return false;
     };
-    let Ok(text) = serde_json::to_string(records) else {
-        return false;
-    };
-    store.set_item(&format!("{key}#{n}"), &text).is_ok()
+    store.set_item(&format!("{key}#{n}"), records_json).is_ok()
 }
 
 /// Removes a checkpoint and all its parts.

@@ -44,11 +44,6 @@ pub enum FromWorker {
         /// The session's progress.
         progress: Progress,
     },
-    /// Records completed since the last checkpoint message.
-    Checkpoint {
-        /// The new records.
-        records: Vec<RequestRecord>,
-    },
     /// The run is over.
     Done {
         /// Records and environment.
@@ -71,6 +66,18 @@ fn post(scope: &web_sys::DedicatedWorkerGlobalScope, msg: &FromWorker) {
     }
 }
 
+/// Posts completed records as JSON text inside a JS object (see the module docs).
+fn post_checkpoint(scope: &web_sys::DedicatedWorkerGlobalScope, records: &[RequestRecord]) {
+    let Ok(text) = serde_json::to_string(records) else {
+        return;
+    };
+    let msg = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&msg, &"type".into(), &"checkpoint".into());
+    let _ = js_sys::Reflect::set(&msg, &"records".into(), &JsValue::from_str(&text));
+    let _ = js_sys::Reflect::set(&msg, &"count".into(), &JsValue::from(records.len() as u32));
+    let _ = scope.post_message(&msg);
+}
+
 /// The worker's entry point: listens for [`ToWorker`] messages and runs the session.
 pub fn worker_main() {
     let scope: web_sys::DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
@@ -85,14 +92,7 @@ pub fn worker_main() {
                         progress: Box::new(move |progress| {
                             post(&a, &FromWorker::Progress { progress })
                         }),
-                        checkpoint: Box::new(move |records| {
-                            post(
-                                &b,
-                                &FromWorker::Checkpoint {
-                                    records: records.to_vec(),
-                                },
-                            )
-                        }),
+                        checkpoint: Box::new(move |records| post_checkpoint(&b, records)),
                         done: Box::new(move |result| {
                             post(
                                 &c,
@@ -128,8 +128,9 @@ pub fn worker_main() {
 pub struct PageSink {
     /// Live progress.
     pub progress: Box<dyn Fn(Progress)>,
-    /// New completed records (for the checkpoint).
-    pub checkpoint: Box<dyn Fn(Vec<RequestRecord>)>,
+    /// New completed records for the checkpoint: JSON text (an array of records) and
+    /// how many.
+    pub checkpoint: Box<dyn Fn(String, u32)>,
     /// The run is over.
     pub done: Box<dyn Fn(RunResult)>,
     /// The worker failed; `started` says whether the run had begun (if not, the page
@@ -140,6 +141,7 @@ pub struct PageSink {
 /// A run in a dedicated worker, seen from the page.
 pub struct WorkerRun {
     worker: web_sys::Worker,
+    stop_requested: Rc<std::cell::Cell<bool>>,
     _on_message: Closure<dyn FnMut(web_sys::MessageEvent)>,
     _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
 }
@@ -178,15 +180,37 @@ impl WorkerRun {
         let sink = Rc::new(sink);
         let pending = Rc::new(RefCell::new(Some(run)));
         let started = Rc::new(std::cell::Cell::new(false));
-        let (w, sk, st) = (worker.clone(), sink.clone(), started.clone());
+        let stop_requested = Rc::new(std::cell::Cell::new(false));
+        let (w, sk, st, stop) = (
+            worker.clone(),
+            sink.clone(),
+            started.clone(),
+            stop_requested.clone(),
+        );
         let on_message =
             Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
-                let text = ev.data().as_string().unwrap_or_default();
+                let data = ev.data();
+                if !data.is_string() {
+                    // {type: "checkpoint", records: "<JSON text>", count}: stored as it is.
+                    let get = |k: &str| js_sys::Reflect::get(&data, &k.into()).ok();
+                    if let Some(text) = get("records").and_then(|r| r.as_string()) {
+                        let count = get("count").and_then(|c| c.as_f64()).unwrap_or(0.0) as u32;
+                        (sk.checkpoint)(text, count);
+                    }
+                    return;
+                }
+                let text = data.as_string().unwrap_or_default();
                 match serde_json::from_str::<FromWorker>(&text) {
                     Ok(FromWorker::Ready) => {
                         if let Some(run) = pending.borrow_mut().take() {
                             match send(&w, &ToWorker::Start { run: Box::new(run) }) {
-                                Ok(()) => st.set(true),
+                                Ok(()) => {
+                                    st.set(true);
+                                    // Stop pressed before the worker was ready.
+                                    if stop.get() {
+                                        let _ = send(&w, &ToWorker::Stop);
+                                    }
+                                }
                                 Err(e) => (sk.failed)(
                                     format!("could not start the worker's run: {e}"),
                                     false,
@@ -195,7 +219,6 @@ impl WorkerRun {
                         }
                     }
                     Ok(FromWorker::Progress { progress }) => (sk.progress)(progress),
-                    Ok(FromWorker::Checkpoint { records }) => (sk.checkpoint)(records),
                     Ok(FromWorker::Done { result }) => {
                         (sk.done)(*result);
                         w.terminate();
@@ -218,13 +241,15 @@ impl WorkerRun {
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         Ok(Self {
             worker,
+            stop_requested,
             _on_message: on_message,
             _on_error: on_error,
         })
     }
 
-    /// Asks the worker to stop the run.
+    /// Asks the worker to stop the run (at once, or as soon as it has started it).
     pub fn stop(&self) {
+        self.stop_requested.set(true);
         let _ = send(&self.worker, &ToWorker::Stop);
     }
 }

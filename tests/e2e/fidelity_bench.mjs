@@ -12,7 +12,7 @@
 //   pinbench pinbench's Worker host (the app, started by `?autorun=1#pins=…`)
 // It prints TTFT and inter-chunk error against the truth (p50/p99), aggregate tok/s against
 // the truth, CPU per token (all the client's processes; the browser's page main thread
-// separately) and machine load, then asserts the targets that hold on this machine with a
+// separately), the page's event-loop lag during pinbench's run, and machine load, then asserts the targets that hold on this machine with a
 // margin that still catches a 2x regression (ASSERT=0 only prints).
 // Usage: node tests/e2e/fidelity_bench.mjs dist [c,c,...]
 import fs from "node:fs";
@@ -92,7 +92,7 @@ const web = http.createServer((req, res) => {
     req.on("end", () => {
       res.writeHead(204, headers).end();
       const kind = u.searchParams.get("event") ?? "result";
-      if (waiting && waiting.kind === kind) { const w = waiting; waiting = null; w.resolve(Buffer.concat(parts).toString("utf8")); }
+      if (waiting && waiting.kind === kind) { const w = waiting; waiting = null; w.resolve({ text: Buffer.concat(parts).toString("utf8"), params: u.searchParams }); }
       else if (kind === "start" && waiting?.onStart) waiting.onStart();
     });
     return;
@@ -152,10 +152,10 @@ async function browserRun(url) {
   chrome = launchChromium(url);
   const timeout = new Promise((_, rej) => setTimeout(() => rej(new Error(`no result from ${url.slice(0, 80)}… in 180 s`)), 180000));
   try {
-    const text = await Promise.race([result, timeout]);
+    const { text, params } = await Promise.race([result, timeout]);
     const cpu1 = treeCpu(chrome.pid), m1 = machine();
     const c0 = cpu0 ?? { total: 0, main: 0 };
-    return { text, cpu: cpu1.total - c0.total, main: cpu1.main - c0.main, busy: m0 ? (m1.busy - m0.busy) / (m1.all - m0.all) : NaN };
+    return { text, params, cpu: cpu1.total - c0.total, main: cpu1.main - c0.main, busy: m0 ? (m1.busy - m0.busy) / (m1.all - m0.all) : NaN };
   } finally {
     waiting = null;
     chrome.stop();
@@ -245,6 +245,8 @@ try {
       const report = JSON.parse(r.text);
       if (report.body.client.env.host !== "worker") throw new Error(`the app measured on ${report.body.client.env.host}, not in its worker`);
       line("pinbench", c, truthErrors(report, await truthsSince(s)), r.cpu, r.main, r.busy);
+      results[`pinbench@${c}`].pageLagP99 = Number(r.params.get("page_lag_p99_us"));
+      console.log(`pinbench c=${c}: the page's event-loop lag during the run p99 ${(Number(r.params.get("page_lag_p99_us")) / 1000).toFixed(1)} ms, max ${(Number(r.params.get("page_lag_max_us")) / 1000).toFixed(1)} ms`);
     }
   }
 } finally {
@@ -267,13 +269,17 @@ for (const c of levels) {
     const ratio = p[k].p99 / Math.max(m[k].p99, 1000);
     judge(ratio <= 1.5, ratio <= 3, `c=${c}: pinbench worker ${lbl} error p99 ${(p[k].p99 / 1000).toFixed(1)} ms is ${ratio.toFixed(2)}x the minimal loop's (target 1.5x, asserted 3x)`);
     const nr = n[k].p99 / Math.max(h[k].p99, 1000);
-    judge(nr <= 1.5, nr <= 3, `c=${c}: native host ${lbl} error p99 ${(n[k].p99 / 1000).toFixed(1)} ms is ${nr.toFixed(2)}x node http2's (target 1.5x, asserted 3x)`);
+    // Asserted against at least 5 ms: below that both native clients are at this loaded
+    // machine's scheduling noise (a single late wake-up of a 2-core box is several ms).
+    const nrAssert = n[k].p99 / Math.max(h[k].p99, 5000);
+    judge(nr <= 1.5, nrAssert <= 3, `c=${c}: native host ${lbl} error p99 ${(n[k].p99 / 1000).toFixed(1)} ms is ${nr.toFixed(2)}x node http2's (target 1.5x; asserted 3x of max(node, 5 ms))`);
   }
   for (const [name, r] of [["pinbench", p], ["native", n]]) {
     judge(Math.abs(r.agg) <= 1, Math.abs(r.agg) <= 2, `c=${c}: ${name} aggregate tok/s within ${r.agg.toFixed(2)}% of the truth (target 1%, asserted 2%)`);
   }
   const vllm = { 1: 500, 8: 230, 32: 80 }[c];
   if (vllm) judge(n.cpuPerToken <= vllm, n.cpuPerToken <= 2 * vllm, `c=${c}: native CPU ${n.cpuPerToken.toFixed(0)} µs/token vs vLLM bench serve's ~${vllm} (asserted 2x)`);
+  if (c === 32) judge(p.pageLagP99 < 20000, p.pageLagP99 < 40000, `c=32: the page's event-loop lag during the run p99 ${(p.pageLagP99 / 1000).toFixed(1)} ms (target under 20 ms, asserted 40 ms)`);
   if (c === 8) judge(p.mainPerToken <= 232, p.mainPerToken <= 464, `c=8: page main-thread CPU ${p.mainPerToken.toFixed(0)} µs/token (target half of 464, asserted 464)`);
 }
 if (failures.length) {
