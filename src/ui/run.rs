@@ -289,6 +289,9 @@ impl RunSinks {
     }
 
     fn on_failed(&self, message: String) {
+        // The checkpoint stays (its records may be all there is); its writer stops.
+        self.ctx.listen(false);
+        CURRENT_RUN.with(|c| *c.borrow_mut() = None);
         self.run_error.set(message);
         self.running.set(false);
         self.page_lag.set_value(None);
