@@ -1,0 +1,177 @@
+//! The native host (`pinbench run`) against the real reference server, over HTTP/2 (TLS,
+//! the server's own certificate trusted with `--ca-cert`) and HTTP/1.1: the report is
+//! signed and recomputes, every request yields one record with the exact requested
+//! lengths, and the client's TTFT and aggregate agree with the server's truth.
+
+mod common;
+
+use common::{get, Server};
+use pinbench::core::report::{self, Verification};
+
+struct Tmp(std::path::PathBuf);
+
+impl Tmp {
+    fn new(name: &str) -> Tmp {
+        let dir =
+            std::env::temp_dir().join(format!("pinbench-native-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        Tmp(dir)
+    }
+    fn path(&self, f: &str) -> String {
+        self.0.join(f).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn pins(base: &str, concurrency: u32, windows: (&str, &str, &str)) -> String {
+    serde_json::json!({
+        "endpoint_url": base, "dialect": "completions", "model_id": "pinbench-tiny",
+        "model_params": "100M", "model_quant": "bf16", "model_engine": "pinbench-ref",
+        "prompt_tokens": "64", "prompt_exactness": "server_tokenizer", "output_tokens": "32",
+        "output_enforcement": "ignore_eos", "load_mode": "closed", "concurrency": concurrency.to_string(),
+        "stall_timeout_s": "30", "max_model_len": "4096", "kv_capacity": "16384", "max_num_seqs": "16",
+        "phases": "colocated", "scheduling": "continuous", "warmup": windows.0, "measured": windows.1,
+        "cooldown": windows.2, "nonce_prefix": "on", "temperature": "0", "sampling_extra": "{}"
+    })
+    .to_string()
+}
+
+fn run(tmp: &Tmp, pins_text: &str, extra: &[&str]) -> report::Report {
+    std::fs::write(tmp.path("pins.json"), pins_text).expect("pins written");
+    let mut args: Vec<String> = [
+        "--pins",
+        &tmp.path("pins.json"),
+        "--out",
+        &tmp.path("report.json"),
+        "--key",
+        &tmp.path("key.json"),
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    pinbench::native::cli::run(&args).expect("the native run succeeds");
+    let text = std::fs::read_to_string(tmp.path("report.json")).expect("report written");
+    let opened = report::open(&text).expect("the report opens");
+    assert!(
+        matches!(opened.verification, Verification::Valid { .. }),
+        "signed: {:?}",
+        opened.verification
+    );
+    let mismatches = report::recompute(&opened.report).expect("recomputes");
+    assert!(
+        mismatches.is_empty(),
+        "every figure recomputes: {mismatches:?}"
+    );
+    opened.report
+}
+
+#[test]
+fn native_run_over_h2_matches_the_truth() {
+    let tmp = Tmp::new("h2");
+    let server = Server::start(&["--cert-out", &tmp.path("cert.der")]);
+    let base = format!("https://127.0.0.1:{}", server.tls_port);
+    let r = run(
+        &tmp,
+        &pins(&base, 8, ("8", "32", "8")),
+        &["--ca-cert", &tmp.path("cert.der")],
+    );
+    let b = &r.body;
+    assert_eq!(b.records.len(), 48, "one record per dispatched request");
+    assert!(b
+        .records
+        .iter()
+        .all(|x| x.outcome.is_ok() && x.protocol.as_deref() == Some("h2")));
+    assert!(b
+        .records
+        .iter()
+        .all(|x| x.output_tokens() == 32 && x.chunk_tokens() == 32));
+    let step = &b.summary.steps[0];
+    assert_eq!(
+        step.prompt_len.exact, step.prompt_len.known,
+        "exact prompt lengths: {:?}",
+        step.prompt_len
+    );
+    assert_eq!(
+        b.client.env.host,
+        Some(pinbench::core::metrics::RunHost::Native)
+    );
+    assert!(!b.client.invalid, "{:?}", b.client.findings);
+    // The client's TTFT of each measured request against the server's own (tolerance
+    // 15 ms: two processes sharing a loaded 2-core machine).
+    let truth: Vec<serde_json::Value> =
+        serde_json::from_slice(&get(server.port, "/truth").body).expect("truth JSON");
+    let mut worst = 0u64;
+    for rec in b.records.iter().filter(|x| {
+        !step.requests.warmup.contains(&x.index) && !step.requests.cooldown.contains(&x.index)
+    }) {
+        let id = rec
+            .response_id
+            .as_deref()
+            .and_then(|s| s.strip_prefix("cmpl-"))
+            .expect("response id");
+        let t = truth
+            .iter()
+            .find(|t| t["id"].as_u64().map(|n| n.to_string()).as_deref() == Some(id))
+            .expect("a truth record per request");
+        let server_ttft = t["first_token_us"].as_u64().expect("first token")
+            - t["received_us"].as_u64().expect("received");
+        let client_ttft = rec.chunks[0].t_us - rec.t_send_us;
+        worst = worst.max(client_ttft.abs_diff(server_ttft));
+    }
+    assert!(
+        worst < 15_000,
+        "client TTFT within 15 ms of the server's (worst {worst} µs)"
+    );
+}
+
+#[test]
+fn native_run_over_http1_opens_a_connection_per_stream() {
+    let tmp = Tmp::new("h1");
+    let server = Server::start(&[]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let r = run(&tmp, &pins(&base, 4, ("0", "16", "0")), &[]);
+    let b = &r.body;
+    assert_eq!(b.records.len(), 16);
+    assert!(b
+        .records
+        .iter()
+        .all(|x| x.outcome.is_ok() && x.protocol.as_deref() == Some("http/1.1")));
+    let c = &b.summary.steps[0].concurrency;
+    assert_eq!(c.achieved_max, 4, "4 streams on the wire at once: {c:?}");
+}
+
+#[test]
+fn an_unpinned_file_is_refused_with_every_missing_pin() {
+    let tmp = Tmp::new("unpinned");
+    std::fs::write(
+        tmp.path("pins.json"),
+        r#"{"endpoint_url": "http://127.0.0.1:9"}"#,
+    )
+    .expect("written");
+    let args: Vec<String> = [
+        "--pins",
+        &tmp.path("pins.json"),
+        "--key",
+        &tmp.path("key.json"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let err = pinbench::native::cli::run(&args)
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        err.contains("not every pin is set")
+            && err.contains("model id is missing")
+            && err.contains("load mode is missing"),
+        "{err}"
+    );
+}
