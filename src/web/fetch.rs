@@ -7,7 +7,8 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::core::record::{RequestRecord, WireTiming};
 
-fn js_err(v: JsValue) -> String {
+/// A JS error value as text (its message, or its string form).
+pub(crate) fn js_err(v: JsValue) -> String {
     v.as_string()
         .or_else(|| {
             v.dyn_ref::<js_sys::Error>()

@@ -21,6 +21,7 @@ use crate::core::pins::RunConfig;
 use crate::core::prompt::Calibration;
 use crate::core::record::{error_message_from_body, Outcome, RequestRecord, StreamEnd};
 use crate::core::session::{Outgoing, Progress, RunSession, Transport, Wake};
+use crate::web::fetch::js_err;
 use crate::web::{self, now_us};
 
 /// How often progress is published, ms (the page renders at most this often).
@@ -174,15 +175,6 @@ fn network(message: &str) -> Outcome {
     Outcome::Network {
         message: message.to_owned(),
     }
-}
-
-fn js_err(v: JsValue) -> String {
-    v.as_string()
-        .or_else(|| {
-            v.dyn_ref::<js_sys::Error>()
-                .map(|e| String::from(e.message()))
-        })
-        .unwrap_or_else(|| format!("{v:?}"))
 }
 
 fn build_request(
