@@ -35,7 +35,7 @@ export function serveDist(dir) {
   });
 }
 
-/** Launches headless Debian Chromium (no downloads; see TOOLCHAIN.md for the flags). */
+/** Launches headless Debian Chromium (no downloads; the background-networking flags keep it off this machine's closed network). */
 export function launch(extraArgs = []) {
   return chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
