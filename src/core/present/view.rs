@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::core::metrics::{self, classify, request_metrics, Phase, StepSummary};
-use crate::core::pins::{milli, PinId, Provenance, RunConfig};
+use crate::core::pins::{milli, wire_name, PinId, Provenance, RunConfig};
 use crate::core::record::RequestRecord;
 use crate::core::report::Report;
 
@@ -135,7 +135,7 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             PinId::PromptLength,
             "prompt_exactness",
             "prompt exactness",
-            snake(&format!("{:?}", c.prompt_exactness.value)),
+            wire_name(&c.prompt_exactness.value),
             &c.prompt_exactness.provenance,
         ),
         row(
@@ -145,7 +145,7 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             format!(
                 "{} ({})",
                 c.output_len.value,
-                snake(&format!("{:?}", c.output_enforcement.value))
+                wire_name(&c.output_enforcement.value)
             ),
             &c.output_len.provenance,
         ),
@@ -188,14 +188,14 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             PinId::PrefillDecode,
             "phases",
             "prefill/decode mix",
-            snake(&format!("{:?}", c.phases.value)),
+            wire_name(&c.phases.value),
             &c.phases.provenance,
         ),
         row(
             PinId::Scheduling,
             "scheduling",
             "scheduling",
-            snake(&format!("{:?}", c.scheduling.value)),
+            wire_name(&c.scheduling.value),
             &c.scheduling.provenance,
         ),
         row(
@@ -227,22 +227,6 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             &c.sampling.provenance,
         ),
     ]
-}
-
-/// `ChunkedPrefill` → `chunked_prefill`.
-fn snake(s: &str) -> String {
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if ch.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(ch.to_ascii_lowercase());
-        } else {
-            out.push(ch);
-        }
-    }
-    out
 }
 
 /// Formats µs as ms with two decimals.
@@ -653,7 +637,7 @@ pub fn records_csv(report: &Report) -> String {
                 opt(r.usage.map(|u| u.prompt_tokens)),
                 r.output_tokens_requested,
                 r.output_tokens(),
-                csv_cell(&snake(&format!("{:?}", r.token_counts))),
+                csv_cell(&wire_name(&r.token_counts)),
                 r.chunks.len(),
                 r.t_send_us,
                 opt(m.ttft_us),
@@ -741,8 +725,9 @@ mod tests {
     }
 
     #[test]
-    fn snake_case_of_debug_names() {
-        assert_eq!(snake("ChunkedPrefill"), "chunked_prefill");
-        assert_eq!(snake("Continuous"), "continuous");
+    fn pin_values_show_their_wire_names() {
+        use crate::core::pins::{PhaseMode, Scheduling};
+        assert_eq!(wire_name(&PhaseMode::ChunkedPrefill), "chunked_prefill");
+        assert_eq!(wire_name(&Scheduling::Continuous), "continuous");
     }
 }
