@@ -98,28 +98,35 @@ struct RunContext {
 }
 
 impl RunContext {
-    fn new(created: String, cfg: RunConfig, slo: Option<Slo>, probes: Vec<ProbeSnapshot>) -> Self {
+    /// A run's context, already listening for the page being hidden or unloaded.
+    fn new(
+        created: String,
+        cfg: RunConfig,
+        slo: Option<Slo>,
+        probes: Vec<ProbeSnapshot>,
+    ) -> Rc<Self> {
         let id: String = web::random_seed()[..8]
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
         let key = format!("{CHECKPOINT_PREFIX}{id}");
-        let listener = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(|| {
-            CURRENT_RUN.with(|c| {
-                if let Some(ctx) = c.borrow().as_ref() {
+        let ctx = Rc::new_cyclic(|me: &std::rc::Weak<RunContext>| {
+            let me = me.clone();
+            let listener = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+                if let Some(ctx) = me.upgrade() {
                     ctx.write_checkpoint();
                 }
-            })
+            });
+            Self {
+                created,
+                cfg,
+                slo,
+                probes,
+                key,
+                parts: std::cell::Cell::new((0, 0)),
+                listener,
+            }
         });
-        let ctx = Self {
-            created,
-            cfg,
-            slo,
-            probes,
-            key,
-            parts: std::cell::Cell::new((0, 0)),
-            listener,
-        };
         ctx.listen(true);
         ctx
     }
@@ -160,11 +167,6 @@ impl RunContext {
     }
 }
 
-thread_local! {
-    /// The run whose checkpoint the page-hide listener writes.
-    static CURRENT_RUN: std::cell::RefCell<Option<Rc<RunContext>>> = const { std::cell::RefCell::new(None) };
-}
-
 /// The page's signals a run reports to.
 #[derive(Clone)]
 struct RunSinks {
@@ -194,17 +196,23 @@ fn post_to_collector(url: &str, body: String) {
 }
 
 impl RunSinks {
+    /// Shows the page's event-loop lag so far and returns it (p99, max, µs).
+    fn show_page_lag(&self) -> Option<(u64, u64)> {
+        let lag = self
+            .page_lag
+            .with_value(|l| l.as_ref().map(|l| l.snapshot()));
+        if let Some((p99, max)) = lag {
+            self.page_lag_text.set(format!(
+                "page event-loop lag p99 {} ms (max {} ms)",
+                pins::milli(p99),
+                pins::milli(max)
+            ));
+        }
+        lag
+    }
+
     fn on_progress(&self, p: Progress) {
-        self.page_lag.with_value(|l| {
-            if let Some(l) = l {
-                let (p99, max) = l.snapshot();
-                self.page_lag_text.set(format!(
-                    "page event-loop lag p99 {} ms (max {} ms)",
-                    pins::milli(p99),
-                    pins::milli(max)
-                ));
-            }
-        });
+        self.show_page_lag();
         self.progress.set(p);
     }
 
@@ -224,17 +232,7 @@ impl RunSinks {
     fn on_done(&self, result: RunResult) {
         let ctx = &self.ctx;
         ctx.listen(false);
-        CURRENT_RUN.with(|c| *c.borrow_mut() = None);
-        let page_lag = self
-            .page_lag
-            .with_value(|l| l.as_ref().map(|l| l.snapshot()));
-        if let Some((p99, max)) = page_lag {
-            self.page_lag_text.set(format!(
-                "page event-loop lag p99 {} ms (max {} ms)",
-                pins::milli(p99),
-                pins::milli(max)
-            ));
-        }
+        let page_lag = self.show_page_lag();
         self.page_lag.set_value(None);
         let built = ReportBody::build(
             ctx.created.clone(),
@@ -291,7 +289,6 @@ impl RunSinks {
     fn on_failed(&self, message: String) {
         // The checkpoint stays (its records may be all there is); its writer stops.
         self.ctx.listen(false);
-        CURRENT_RUN.with(|c| *c.borrow_mut() = None);
         self.run_error.set(message);
         self.running.set(false);
         self.page_lag.set_value(None);
@@ -300,7 +297,6 @@ impl RunSinks {
     /// Callbacks for a run on this page's main thread.
     fn page_sink(&self) -> HostSink {
         let (a, b, c) = (self.clone(), self.clone(), self.clone());
-        CURRENT_RUN.with(|cur| *cur.borrow_mut() = Some(self.ctx.clone()));
         HostSink {
             progress: Box::new(move |p| a.on_progress(p)),
             checkpoint: Box::new(move |r| {
@@ -316,7 +312,6 @@ impl RunSinks {
     /// the run moves to this page's main thread.
     fn worker_sink(&self, req: RunRequest) -> PageSink {
         let (a, b, c, d) = (self.clone(), self.clone(), self.clone(), self.clone());
-        CURRENT_RUN.with(|cur| *cur.borrow_mut() = Some(self.ctx.clone()));
         PageSink {
             progress: Box::new(move |p| a.on_progress(p)),
             checkpoint: Box::new(move |text, count| b.on_checkpoint(&text, count)),
@@ -666,7 +661,7 @@ pub fn RunPage() -> impl IntoView {
                 .into_iter()
                 .filter(|p| p.url.starts_with(&format!("{}/", cfg.endpoint.base_url)))
                 .collect();
-            let ctx = Rc::new(RunContext::new(created, cfg.clone(), slo, snapshots));
+            let ctx = RunContext::new(created, cfg.clone(), slo, snapshots);
             let req = RunRequest {
                 cfg,
                 calibration,
