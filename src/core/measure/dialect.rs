@@ -178,6 +178,8 @@ pub struct Chunk {
     pub id: Option<String>,
     /// llama.cpp `timings`, when present.
     pub timings: Option<ServerTimings>,
+    /// Optional fields of the wrong type that were ignored (the chunk's text is kept).
+    pub bad_fields: u32,
 }
 
 impl Chunk {
@@ -283,13 +285,32 @@ fn parse_error(v: &Value) -> StreamErrorObject {
     }
 }
 
+fn parse_timings(t: &Map<String, Value>) -> Result<ServerTimings, DialectError> {
+    Ok(ServerTimings {
+        prompt_n: opt_u64(t.get("prompt_n"), "timings.prompt_n")?.unwrap_or(0),
+        prompt_us: ms_to_us(t.get("prompt_ms"), "timings.prompt_ms")?,
+        predicted_n: opt_u64(t.get("predicted_n"), "timings.predicted_n")?.unwrap_or(0),
+        predicted_us: ms_to_us(t.get("predicted_ms"), "timings.predicted_ms")?,
+    })
+}
+
 /// Parses one SSE event (`event` type and `data`) of a streamed completion.
 pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEvent, DialectError> {
     if data.trim() == "[DONE]" {
         return Ok(StreamEvent::Done);
     }
-    let v: Value =
-        serde_json::from_str(data).map_err(|e| DialectError::InvalidJson(e.to_string()))?;
+    let v: Value = match serde_json::from_str(data) {
+        Ok(v) => v,
+        // An `event: error` is an error whatever its data says.
+        Err(_) if event == "error" => {
+            return Ok(StreamEvent::Error(StreamErrorObject {
+                message: data.chars().take(500).collect(),
+                kind: None,
+                code: None,
+            }))
+        }
+        Err(e) => return Err(DialectError::InvalidJson(e.to_string())),
+    };
     let obj = v
         .as_object()
         .ok_or_else(|| shape("chunk is not a JSON object"))?;
@@ -299,23 +320,31 @@ pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEv
     if event == "error" {
         return Ok(StreamEvent::Error(parse_error(&v)));
     }
-    let mut chunk = Chunk {
-        server_time_us: opt_u64(obj.get(SERVER_TIME_FIELD), SERVER_TIME_FIELD)?,
-        id: opt_str(obj.get("id"), "id")?,
-        ..Chunk::default()
+    let mut chunk = Chunk::default();
+    // Optional fields: one of the wrong type is counted and ignored, never a reason to
+    // lose the chunk's text (which would move TTFT).
+    let mut soft = |r: Result<(), DialectError>| {
+        if r.is_err() {
+            chunk.bad_fields += 1;
+        }
     };
+    let mut server_time = None;
+    let mut id = None;
+    let mut usage = None;
+    let mut timings = None;
+    soft(opt_u64(obj.get(SERVER_TIME_FIELD), SERVER_TIME_FIELD).map(|v| server_time = v));
+    soft(opt_str(obj.get("id"), "id").map(|v| id = v));
     match obj.get("usage") {
         None | Some(Value::Null) => {}
-        Some(u) => chunk.usage = Some(parse_usage(u)?),
+        Some(u) => soft(parse_usage(u).map(|u| usage = Some(u))),
     }
     if let Some(Value::Object(t)) = obj.get("timings") {
-        chunk.timings = Some(ServerTimings {
-            prompt_n: opt_u64(t.get("prompt_n"), "timings.prompt_n")?.unwrap_or(0),
-            prompt_us: ms_to_us(t.get("prompt_ms"), "timings.prompt_ms")?,
-            predicted_n: opt_u64(t.get("predicted_n"), "timings.predicted_n")?.unwrap_or(0),
-            predicted_us: ms_to_us(t.get("predicted_ms"), "timings.predicted_ms")?,
-        });
+        soft(parse_timings(t).map(|t| timings = Some(t)));
     }
+    chunk.server_time_us = server_time;
+    chunk.id = id;
+    chunk.usage = usage;
+    chunk.timings = timings;
     let choices = match obj.get("choices") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a.clone(),
@@ -326,11 +355,24 @@ pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEv
         let c = choice
             .as_object()
             .ok_or_else(|| shape("a choice is not an object"))?;
-        if opt_u64(c.get("index"), "choices[].index")?.unwrap_or(0) != 0 {
+        let index = match opt_u64(c.get("index"), "choices[].index") {
+            Ok(i) => i.unwrap_or(0),
+            Err(_) => {
+                chunk.bad_fields += 1;
+                0
+            }
+        };
+        if index != 0 {
             continue;
         }
-        if let Some(r) = opt_str(c.get("finish_reason"), "finish_reason")? {
-            chunk.finish_reason = Some(r);
+        match opt_str(c.get("finish_reason"), "finish_reason") {
+            Ok(Some(r)) => chunk.finish_reason = Some(r),
+            Ok(None) => {}
+            // A finish reason of another type still says the choice finished.
+            Err(_) => {
+                chunk.bad_fields += 1;
+                chunk.finish_reason = c.get("finish_reason").map(Value::to_string);
+            }
         }
         // A chunk of the other dialect carries no text field of ours: say so rather than
         // drop its tokens silently.
@@ -551,14 +593,33 @@ mod tests {
             parse_event(Dialect::Completions, "message", r#"{"choices":{}}"#),
             Err(DialectError::UnexpectedShape(_))
         ));
-        assert!(matches!(
-            parse_event(
-                Dialect::Completions,
-                "message",
-                r#"{"usage":{"completion_tokens":-1}}"#
-            ),
-            Err(DialectError::UnexpectedShape(_))
-        ));
+        // A bad optional field is ignored and counted; the chunk survives.
+        let c = chunk(Dialect::Completions, r#"{"usage":{"completion_tokens":-1}}"#);
+        assert_eq!((c.usage, c.bad_fields), (None, 1));
+        // `event: error` with data that is not JSON is still a stream error.
+        assert_eq!(
+            parse_event(Dialect::Chat, "error", "upstream timed out"),
+            Ok(StreamEvent::Error(StreamErrorObject {
+                message: "upstream timed out".into(),
+                kind: None,
+                code: None
+            }))
+        );
+    }
+
+    #[test]
+    fn bad_optional_fields_keep_the_text() {
+        let c = chunk(
+            Dialect::Completions,
+            r#"{"id":7,"choices":[{"index":0,"text":"hi","finish_reason":null}],"timings":{"prompt_n":3,"prompt_ms":1.0,"predicted_n":1,"predicted_ms":null}}"#,
+        );
+        assert_eq!(c.text, "hi");
+        assert_eq!((c.id, c.timings, c.bad_fields), (None, None, 2));
+        let c = chunk(
+            Dialect::Chat,
+            r#"{"choices":[{"index":"0","delta":{"content":"a"},"finish_reason":5}]}"#,
+        );
+        assert_eq!((c.text.as_str(), c.finish_reason.as_deref(), c.bad_fields), ("a", Some("5"), 2));
     }
 
     #[test]

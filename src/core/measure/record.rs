@@ -1,12 +1,30 @@
 //! Per-request records: what the client observed for one request, with its own clock
 //! (integer µs), and the accumulator that builds a record from timed stream bytes.
 //!
-//! Token accounting (DESIGN §2): a *token chunk* is a chunk that carries generated text
-//! or, with continuous usage, raises `completion_tokens`. Role-only, empty, finish-only
-//! and usage-only chunks are not token chunks. Without per-chunk usage each text delta
-//! counts one token; at the end that count is reconciled with `usage.completion_tokens`
-//! and, when they differ (the server coalesces tokens), the per-chunk counts are
-//! re-estimated and the record says so ([`TokenCounts::EstimatedCoalesced`]).
+//! Token accounting (docs/DEFINITIONS.md): a *token chunk* is a chunk that carries
+//! generated text or, with continuous usage, raises `completion_tokens`. Role-only, empty,
+//! finish-only and usage-only chunks are not token chunks, with one exception below.
+//!
+//! Every chunk is kept as an observation while the stream runs; the token chunks are
+//! decided once, at the end ([`RequestTimeline::finish`]):
+//! - **Continuous usage** is inferred only from usage on a chunk that has choices and no
+//!   `finish_reason` (a mid-stream chunk), or from usage on two or more chunks with
+//!   different `completion_tokens`. Usage on the final token's chunk (older TGI) or on a
+//!   usage-only final chunk is *final* usage. With continuous usage each chunk carries
+//!   the increase of `completion_tokens` it brought ([`TokenCounts::ExactContinuousUsage`]).
+//! - Otherwise each text delta counts one token, reconciled with the final usage `U`
+//!   against the `K` text deltas:
+//!   - `U = K`: exact ([`TokenCounts::ExactDeltasMatchUsage`]);
+//!   - `U = K + 1` and the stream ended with a choice chunk that has a `finish_reason`
+//!     and no text (the EOS token streamed empty, as TGI and vLLM chat do): that chunk is
+//!     the place of the last token ([`TokenCounts::ExactFinishToken`]);
+//!   - `U > K` otherwise (the server coalesces tokens, e.g. speculative decoding): the
+//!     first text chunk keeps one token (a prefill yields one), every other text chunk
+//!     gets one, and the remaining `U − K` are spread evenly over the chunks after the
+//!     first, later chunks taking the remainder ([`TokenCounts::EstimatedCoalesced`]);
+//!   - `U < K` (the server split tokens over chunks, or miscounted): every text chunk
+//!     keeps one token, since a chunk that carried text is never a zero-token chunk; the
+//!     total stays the server's ([`TokenCounts::DeltasExceedUsage`]).
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -34,16 +52,36 @@ pub enum TokenCounts {
     /// One per delta; the server sent no usage to check against.
     UnverifiedNoUsage,
     /// Deltas disagreed with usage (the server coalesces tokens): the total is the
-    /// server's, the per-chunk split is estimated evenly.
+    /// server's, the per-chunk split is estimated (first chunk one token, the rest evenly).
     EstimatedCoalesced,
+    /// One per delta plus one token on the trailing empty finish chunk (an EOS token
+    /// counted in usage but streamed without text): the total equals usage, exact.
+    ExactFinishToken,
+    /// More text deltas than `usage.completion_tokens`: one token per delta is kept
+    /// (a chunk with text is never a zero-token chunk); the total is the server's.
+    DeltasExceedUsage,
 }
 
 impl TokenCounts {
+    /// The stable name used in reports and CSV (the serde name).
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenCounts::ExactContinuousUsage => "exact_continuous_usage",
+            TokenCounts::ExactDeltasMatchUsage => "exact_deltas_match_usage",
+            TokenCounts::UnverifiedNoUsage => "unverified_no_usage",
+            TokenCounts::EstimatedCoalesced => "estimated_coalesced",
+            TokenCounts::ExactFinishToken => "exact_finish_token",
+            TokenCounts::DeltasExceedUsage => "deltas_exceed_usage",
+        }
+    }
+
     /// Whether per-chunk token counts are exact.
     pub fn is_exact(self) -> bool {
         matches!(
             self,
-            TokenCounts::ExactContinuousUsage | TokenCounts::ExactDeltasMatchUsage
+            TokenCounts::ExactContinuousUsage
+                | TokenCounts::ExactDeltasMatchUsage
+                | TokenCounts::ExactFinishToken
         )
     }
 }
@@ -124,6 +162,9 @@ pub struct Anomalies {
     pub events_after_done: u32,
     /// The stream ended inside an event; its data was still parsed.
     pub truncated_event: bool,
+    /// Optional fields of the wrong type (e.g. `timings.predicted_ms: null`, a numeric
+    /// `id`): the field is ignored, the chunk's text is kept.
+    pub bad_optional_fields: u32,
 }
 
 impl Anomalies {
@@ -394,6 +435,16 @@ pub enum StreamEnd {
     Failed(Outcome),
 }
 
+/// One parsed chunk as the timeline keeps it until the end of the stream.
+#[derive(Clone, Copy, Debug)]
+struct Observed {
+    t_us: u64,
+    text: bool,
+    finish: bool,
+    has_choices: bool,
+    usage: Option<u64>,
+}
+
 /// Builds a [`RequestRecord`] from timed events of one streaming response.
 #[derive(Debug)]
 pub struct RequestTimeline {
@@ -401,10 +452,10 @@ pub struct RequestTimeline {
     dialect: Dialect,
     sse: SseDecoder,
     streaming: bool,
-    continuous: bool,
-    /// Usage increments seen on chunks without text, before continuous usage was known.
-    usage_only: Vec<TokenChunk>,
+    /// Every chunk, in arrival order; token chunks are decided at the end.
+    observed: Vec<Observed>,
     last_usage_completion: u64,
+    first_token_us: Option<u64>,
     done: bool,
     stream_error: Option<String>,
 }
@@ -446,9 +497,9 @@ impl RequestTimeline {
             dialect,
             sse: SseDecoder::default(),
             streaming: true,
-            continuous: false,
-            usage_only: Vec::new(),
+            observed: Vec::new(),
             last_usage_completion: 0,
+            first_token_us: None,
             done: false,
             stream_error: None,
         }
@@ -474,14 +525,15 @@ impl RequestTimeline {
         self.done
     }
 
-    /// Tokens counted so far (for live views).
+    /// Tokens counted so far (for live views): the larger of the text deltas and the
+    /// server's latest `completion_tokens`.
     pub fn tokens_so_far(&self) -> u64 {
-        self.rec.chunk_tokens()
+        u64::from(self.rec.deltas).max(self.last_usage_completion)
     }
 
-    /// Time of the first token chunk, if any (for live views).
+    /// Time of the first chunk with text or a usage increase, if any (for live views).
     pub fn first_token_us(&self) -> Option<u64> {
-        self.rec.chunks.first().map(|c| c.t_us)
+        self.first_token_us
     }
 
     /// Body bytes arrived at `t_us`.
@@ -509,45 +561,36 @@ impl RequestTimeline {
                 self.stream_error.get_or_insert(e.message);
             }
             Ok(StreamEvent::Chunk(c)) => {
+                self.rec.anomalies.bad_optional_fields = self
+                    .rec
+                    .anomalies
+                    .bad_optional_fields
+                    .saturating_add(c.bad_fields);
                 if self.rec.response_id.is_none() {
                     self.rec.response_id.clone_from(&c.id);
                 }
-                let mut tokens = 0u64;
+                let text = c.has_text();
+                let usage = c.usage.map(|u| u.completion_tokens);
                 if let Some(u) = c.usage {
-                    let increment = u
-                        .completion_tokens
-                        .saturating_sub(self.last_usage_completion);
-                    if !self.continuous && c.has_text() {
-                        // Usage on a text chunk: the server streams usage with every chunk.
-                        // Earlier usage-only increments were tokens too (text held back by
-                        // the detokenizer): they become token chunks now.
-                        self.continuous = true;
-                        self.rec.chunks.append(&mut self.usage_only);
-                        self.rec.chunks.sort_by_key(|c| c.t_us);
-                    }
-                    if self.continuous {
-                        tokens = increment;
-                    } else if increment > 0 && c.has_choices && c.finish_reason.is_none() {
-                        self.usage_only.push(TokenChunk {
-                            t_us,
-                            tokens: u32::try_from(increment).unwrap_or(u32::MAX),
-                        });
-                    }
-                    self.last_usage_completion = u.completion_tokens;
                     self.rec.usage = Some(u);
                 }
-                if c.has_text() {
+                if text {
                     self.rec.deltas += 1;
-                    if !self.continuous {
-                        tokens = 1;
-                    }
                 }
-                if tokens > 0 {
-                    self.rec.chunks.push(TokenChunk {
-                        t_us,
-                        tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
-                    });
+                let rose = usage.is_some_and(|u| u > self.last_usage_completion);
+                if (text || rose) && self.first_token_us.is_none() {
+                    self.first_token_us = Some(t_us);
                 }
+                if let Some(u) = usage {
+                    self.last_usage_completion = self.last_usage_completion.max(u);
+                }
+                self.observed.push(Observed {
+                    t_us,
+                    text,
+                    finish: c.finish_reason.is_some(),
+                    has_choices: c.has_choices,
+                    usage,
+                });
                 if c.finish_reason.is_some() {
                     self.rec.finish_reason = c.finish_reason;
                 }
@@ -599,40 +642,85 @@ impl RequestTimeline {
                 }
             }
         };
-        self.reconcile();
+        let (chunks, counts) = account(&self.observed, self.rec.usage.map(|u| u.completion_tokens));
+        self.rec.chunks = chunks;
+        self.rec.token_counts = counts;
         self.rec
     }
+}
 
-    fn reconcile(&mut self) {
-        let rec = &mut self.rec;
-        rec.token_counts = match (self.continuous, rec.usage) {
-            (true, _) => TokenCounts::ExactContinuousUsage,
-            (false, None) => TokenCounts::UnverifiedNoUsage,
-            (false, Some(u)) if u.completion_tokens == rec.chunk_tokens() => {
-                TokenCounts::ExactDeltasMatchUsage
-            }
-            (false, Some(u)) => {
-                // Spread the server's total evenly over the chunks (chunk i gets
-                // floor((i+1)U/K) - floor(iU/K)); chunks that get 0 are dropped.
-                if let Some(k) = std::num::NonZeroU64::new(rec.chunks.len() as u64) {
-                    let total = u.completion_tokens;
-                    let mut out = Vec::with_capacity(rec.chunks.len());
-                    for (i, c) in rec.chunks.iter().enumerate() {
-                        let i = i as u64;
-                        let n = (i + 1) * total / k - i * total / k;
-                        if n > 0 {
-                            out.push(TokenChunk {
-                                t_us: c.t_us,
-                                tokens: u32::try_from(n).unwrap_or(u32::MAX),
-                            });
-                        }
-                    }
-                    rec.chunks = out;
-                }
-                TokenCounts::EstimatedCoalesced
-            }
-        };
+fn chunk(t_us: u64, tokens: u64) -> TokenChunk {
+    TokenChunk {
+        t_us,
+        tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
     }
+}
+
+/// Decides the token chunks of one stream from its observed chunks and the server's final
+/// `completion_tokens` (the module documentation states the rules).
+fn account(obs: &[Observed], usage: Option<u64>) -> (Vec<TokenChunk>, TokenCounts) {
+    let with_usage: Vec<u64> = obs.iter().filter_map(|o| o.usage).collect();
+    let mid_stream_usage = obs
+        .iter()
+        .any(|o| o.usage.is_some() && o.has_choices && !o.finish);
+    let differing = with_usage.windows(2).any(|w| w[0] != w[1]);
+    if mid_stream_usage || differing {
+        let mut out = Vec::new();
+        let mut last = 0u64;
+        for o in obs {
+            if let Some(u) = o.usage {
+                if u > last {
+                    out.push(chunk(o.t_us, u - last));
+                    last = u;
+                }
+            }
+        }
+        return (out, TokenCounts::ExactContinuousUsage);
+    }
+    let texts: Vec<u64> = obs.iter().filter(|o| o.text).map(|o| o.t_us).collect();
+    let k = texts.len() as u64;
+    let ones = || texts.iter().map(|&t| chunk(t, 1)).collect::<Vec<_>>();
+    let Some(total) = usage else {
+        return (ones(), TokenCounts::UnverifiedNoUsage);
+    };
+    if total == k {
+        return (ones(), TokenCounts::ExactDeltasMatchUsage);
+    }
+    if total < k {
+        return (ones(), TokenCounts::DeltasExceedUsage);
+    }
+    // A trailing choice chunk with a finish reason and no text, after the last text.
+    let last_text = obs.iter().rposition(|o| o.text);
+    let finish_chunk = obs
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(i, o)| o.has_choices && o.finish && !o.text && last_text.is_none_or(|l| *i > l))
+        .map(|(_, o)| o.t_us);
+    if let (true, Some(t)) = (total == k + 1, finish_chunk) {
+        let mut out = ones();
+        out.push(chunk(t, 1));
+        return (out, TokenCounts::ExactFinishToken);
+    }
+    if k == 0 {
+        return (Vec::new(), TokenCounts::EstimatedCoalesced);
+    }
+    // First text chunk: one token. The other K-1 chunks: one each plus an even share of
+    // the U-K extra tokens, later chunks taking the remainder.
+    let extra = total - k;
+    let rest = k - 1;
+    let mut out = Vec::with_capacity(texts.len());
+    for (i, &t) in texts.iter().enumerate() {
+        if i == 0 {
+            // With one chunk only, it carries everything.
+            out.push(chunk(t, if rest == 0 { total } else { 1 }));
+            continue;
+        }
+        let j = i as u64 - 1;
+        let share = (j + 1) * extra / rest - j * extra / rest;
+        out.push(chunk(t, 1 + share));
+    }
+    (out, TokenCounts::EstimatedCoalesced)
 }
 
 /// The message of an OpenAI-style error body (`{"error":{"message":…}}`), else the text.
@@ -753,7 +841,7 @@ mod tests {
             4_200,
         );
         assert_eq!(rec.token_counts, TokenCounts::EstimatedCoalesced);
-        assert_eq!(ts(&rec), vec![(2_000, 3), (3_000, 3), (4_000, 4)]);
+        assert_eq!(ts(&rec), vec![(2_000, 1), (3_000, 4), (4_000, 5)]);
         assert_eq!(rec.chunk_tokens(), 10);
         assert_eq!(rec.deltas, 3);
     }

@@ -331,6 +331,30 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
         ),
         window: s.concurrency.window.clone(),
     });
+    if let Some(g) = s.goodput {
+        let slo: Vec<String> = [
+            ("TTFT", g.slo.ttft_us),
+            ("TPOT", g.slo.tpot_us),
+            ("E2E", g.slo.e2e_us),
+        ]
+        .iter()
+        .filter_map(|(n, v)| v.map(|v| format!("{n} ≤ {}", fmt_ms(v))))
+        .collect();
+        let missing = if g.missing_tpot > 0 {
+            format!(
+                "; {} without a TPOT (one token chunk) fail the TPOT SLO",
+                g.missing_tpot
+            )
+        } else {
+            String::new()
+        };
+        out.push(Figure {
+            key: "goodput",
+            label: "goodput req/s (met every SLO, aggregate)",
+            value: format!("{} ({} of {} met)", fmt_rate(g.rps_milli), g.met, g.judged),
+            window: format!("{measured_w}; SLO {}{missing}", slo.join(", ")),
+        });
+    }
     out.push(Figure {
         key: "requests",
         label: "requests ok / measured",

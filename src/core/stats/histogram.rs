@@ -31,9 +31,22 @@ pub enum HistogramError {
 }
 
 /// An auto-resizing HDR histogram of `u64` values with three significant digits.
+///
+/// Besides the buckets it keeps the exact minimum, maximum and sum of what was recorded
+/// (free to keep), so [`Hist::min`], [`Hist::max`] and [`Hist::mean`] are exact. A
+/// histogram decoded from text has only buckets; those three then come from the buckets.
 #[derive(Clone, Debug)]
 pub struct Hist {
     inner: Histogram<u64>,
+    exact: Option<Exact>,
+}
+
+/// Exact extremes and sum of the recorded values.
+#[derive(Clone, Copy, Debug)]
+struct Exact {
+    min: u64,
+    max: u64,
+    sum: u128,
 }
 
 impl Default for Hist {
@@ -64,7 +77,14 @@ impl Hist {
             Ok(h) => h,
             Err(_) => unreachable_histogram(),
         };
-        Self { inner }
+        Self {
+            inner,
+            exact: Some(Exact {
+                min: u64::MAX,
+                max: 0,
+                sum: 0,
+            }),
+        }
     }
 
     /// Records one value.
@@ -76,16 +96,38 @@ impl Hist {
     pub fn record_n(&mut self, value: u64, count: u64) {
         // Auto-resize is on, so this only fails for values beyond the largest trackable
         // (about 2^63); those are clamped rather than dropped.
-        if count > 0 && self.inner.record_n(value, count).is_err() {
+        if count == 0 {
+            return;
+        }
+        if self.inner.record_n(value, count).is_err() {
             self.inner.saturating_record_n(value, count);
         }
+        if let Some(e) = &mut self.exact {
+            e.min = e.min.min(value);
+            e.max = e.max.max(value);
+            e.sum = e.sum.saturating_add(u128::from(value) * u128::from(count));
+        }
+    }
+
+    /// The exact figures, when every value recorded here was seen (not decoded).
+    fn exact(&self) -> Option<Exact> {
+        self.exact.filter(|_| !self.inner.is_empty())
     }
 
     /// Adds every value recorded in `other` to `self`.
     pub fn merge(&mut self, other: &Hist) -> Result<(), HistogramError> {
         self.inner
             .add(&other.inner)
-            .map_err(|e| HistogramError::Merge(format!("{e:?}")))
+            .map_err(|e| HistogramError::Merge(format!("{e:?}")))?;
+        self.exact = match (self.exact, other.exact) {
+            (Some(a), Some(b)) => Some(Exact {
+                min: a.min.min(b.min),
+                max: a.max.max(b.max),
+                sum: a.sum.saturating_add(b.sum),
+            }),
+            _ => None,
+        };
+        Ok(())
     }
 
     /// Number of recorded values.
@@ -93,19 +135,34 @@ impl Hist {
         self.inner.len()
     }
 
-    /// Smallest recorded value (lowest equivalent), `None` when empty.
+    /// Smallest recorded value (exact; the bucket's lowest equivalent when decoded),
+    /// `None` when empty.
     pub fn min(&self) -> Option<u64> {
-        (!self.inner.is_empty()).then(|| self.inner.min())
+        match self.exact() {
+            Some(e) => Some(e.min),
+            None => (!self.inner.is_empty()).then(|| self.inner.min()),
+        }
     }
 
-    /// Largest recorded value (highest equivalent), `None` when empty.
+    /// Largest recorded value (exact; the bucket's highest equivalent when decoded),
+    /// `None` when empty.
     pub fn max(&self) -> Option<u64> {
-        (!self.inner.is_empty()).then(|| self.inner.max())
+        match self.exact() {
+            Some(e) => Some(e.max),
+            None => (!self.inner.is_empty()).then(|| self.inner.max()),
+        }
     }
 
-    /// Mean of the recorded values (bucket midpoints), rounded to an integer.
+    /// Mean of the recorded values, rounded to an integer (exact; from bucket midpoints
+    /// when decoded).
     pub fn mean(&self) -> Option<u64> {
-        (!self.inner.is_empty()).then(|| self.inner.mean().round() as u64)
+        match self.exact() {
+            Some(e) => {
+                let n = u128::from(self.inner.len());
+                u64::try_from((e.sum + n / 2) / n).ok()
+            }
+            None => (!self.inner.is_empty()).then(|| self.inner.mean().round() as u64),
+        }
     }
 
     /// The value at quantile `q` in `[0, 1]` (0.99 is p99), `None` when empty.
@@ -115,7 +172,12 @@ impl Hist {
         } else if q <= 0.0 {
             self.min()
         } else {
-            Some(self.inner.value_at_quantile(q.min(1.0)))
+            let v = self.inner.value_at_quantile(q.min(1.0));
+            // A bucket's value may lie past the exact extremes; the quantile cannot.
+            Some(match self.exact() {
+                Some(e) => v.clamp(e.min, e.max),
+                None => v,
+            })
         }
     }
 
@@ -144,7 +206,12 @@ impl Hist {
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
         inner.auto(true);
-        Ok(Self { inner })
+        let exact = inner.is_empty().then_some(Exact {
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+        });
+        Ok(Self { inner, exact })
     }
 }
 
@@ -183,6 +250,26 @@ mod tests {
     fn exact(sorted: &[u64], q: f64) -> u64 {
         let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
         sorted[rank - 1]
+    }
+
+    #[test]
+    fn min_max_mean_are_exact_and_survive_merge_but_not_decoding() {
+        let mut a = Hist::new();
+        for v in [1_001u64, 123_456, 7_777_777] {
+            a.record(v);
+        }
+        let mut b = Hist::new();
+        b.record_n(2_500, 3);
+        assert_eq!((a.min(), a.max(), a.mean()), (Some(1_001), Some(7_777_777), Some(2_634_078)));
+        assert_eq!(a.quantile(1.0), Some(7_777_777));
+        a.merge(&b).expect("merge");
+        assert_eq!((a.min(), a.max(), a.count()), (Some(1_001), Some(7_777_777), 6));
+        assert_eq!(a.mean(), Some((1_001 + 123_456 + 7_777_777 + 7_500 + 3) / 6));
+        let decoded = Hist::decode(&a.encode().expect("enc")).expect("dec");
+        assert_eq!(decoded, a);
+        // Decoded: buckets only, within the histogram's resolution.
+        let max = decoded.max().expect("max");
+        assert!(max >= 7_777_777 && max - 7_777_777 <= 7_777_777 / 1000, "{max}");
     }
 
     fn check_oracle(name: &str, mut data: Vec<u64>) {

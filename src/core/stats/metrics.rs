@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::histogram::{Hist, HistogramError};
 use crate::core::pins::{LoadStep, RunConfig, Span, WindowPlan};
-use crate::core::record::{RequestRecord, TokenCounts};
+use crate::core::record::RequestRecord;
 
 /// Tokens at the start of each stream over which the burst speed is taken.
 pub const BURST_TOKENS: u64 = 32;
@@ -198,8 +198,8 @@ pub fn request_metrics(rec: &RequestRecord) -> RequestMetrics {
     };
     let ttft = first.t_us.saturating_sub(rec.t_send_us);
     m.ttft_us = Some(ttft);
-    let total: u64 = rec.chunk_tokens();
-    let after_first = total - u64::from(first.tokens);
+    // The server's count when it gave one (DEFINITIONS: output tokens − first chunk).
+    let after_first = rec.output_tokens().saturating_sub(u64::from(first.tokens));
     let span = last.t_us.saturating_sub(first.t_us);
     if after_first > 0 && span > 0 {
         m.tpot_us = Some(div_round(u128::from(span), u128::from(after_first)));
@@ -339,6 +339,11 @@ pub struct Goodput {
     pub met: u32,
     /// Measured requests judged.
     pub judged: u32,
+    /// Judged requests that had no TPOT (fewer than two token chunks) while a TPOT SLO
+    /// was set: they fail it (a request too short to show a decode speed has not met a
+    /// decode-speed objective).
+    #[serde(default)]
+    pub missing_tpot: u32,
     /// Requests/s meeting every SLO over the measured window, ×1000.
     pub rps_milli: u64,
 }
@@ -733,13 +738,7 @@ impl StepAcc {
             return;
         }
         self.counts.measured_ok += 1;
-        let key = match r.token_counts {
-            TokenCounts::ExactContinuousUsage => "exact_continuous_usage",
-            TokenCounts::ExactDeltasMatchUsage => "exact_deltas_match_usage",
-            TokenCounts::UnverifiedNoUsage => "unverified_no_usage",
-            TokenCounts::EstimatedCoalesced => "estimated_coalesced",
-        }
-        .to_owned();
+        let key = r.token_counts.name().to_owned();
         *self.token_counts.entry(key).or_insert(0u32) += 1;
         let m = request_metrics(r);
         let rec_opt = |h: &mut Hist, v: Option<u64>| {
@@ -856,9 +855,17 @@ impl StepAcc {
         let (offered_mean_milli, achieved_mean_milli, achieved_max) =
             concurrency_over(&timeline, cw.0, cw.1);
         let goodput = plan.slo.map(|slo| {
+            // A limit with no value to judge fails: a request without TPOT does not
+            // meet a TPOT SLO (counted in `missing_tpot`).
             let ok = |v: Option<u64>, lim: Option<u64>| match (v, lim) {
-                (_, None) | (None, Some(_)) => true,
+                (_, None) => true,
+                (None, Some(_)) => false,
                 (Some(v), Some(l)) => v <= l,
+            };
+            let missing_tpot = if slo.tpot_us.is_some() {
+                judged.iter().filter(|m| m.tpot_us.is_none()).count() as u32
+            } else {
+                0
             };
             let met = judged
                 .iter()
@@ -873,6 +880,7 @@ impl StepAcc {
                 slo,
                 met,
                 judged: counts.measured,
+                missing_tpot,
                 rps_milli: measured
                     .and_then(|w| rate_milli(u64::from(met), w.end_us - w.start_us))
                     .unwrap_or(0),
@@ -1190,10 +1198,10 @@ mod tests {
             .expect("summary");
         let s = &s.steps[0];
         // Gaps 10ms (1 tok), 20ms (3 tok), 10ms (1 tok): per-token 10ms x1, 6.667ms x3, 10ms x1.
-        // HDR max is the highest equivalent value of 20 000's bucket (width 16 there).
+        // Min and max are exact (not the bucket's highest equivalent, 20 015).
         assert_eq!(
             s.inter_chunk_us.map(|d| (d.count, d.min, d.max)),
-            Some((3, 10_000, 20_015))
+            Some((3, 10_000, 20_000))
         );
         assert_eq!(s.itl_per_token_us.map(|d| d.count), Some(5));
         assert_eq!(s.tokens_per_chunk, BTreeMap::from([(1, 3), (3, 1)]));
