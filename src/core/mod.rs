@@ -13,7 +13,7 @@ pub mod run;
 pub mod share;
 pub mod stats;
 
-pub use config::pins;
+pub use config::{pins, probe};
 pub use measure::{dialect, record, sse};
 pub use present::{chart, view};
 pub use run::{prompt, schedule, session};

@@ -8,6 +8,7 @@ use leptos::task::spawn_local;
 
 use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{self, wire_name, FitInputs, Provenance, RawConfig, RawField, RunConfig};
+use crate::core::probe;
 use crate::core::report::{Checkpoint, ProbeSnapshot, Report, ReportBody};
 use crate::core::session::Progress;
 use crate::core::sign::KeyPair;
@@ -336,6 +337,8 @@ impl RunSinks {
 /// What a probe filled, and what it read (kept in the report as evidence).
 type ProbeResult = (Vec<(&'static str, String, Provenance)>, Vec<ProbeSnapshot>);
 
+/// Probes the endpoint: `/v1/models`, then the follow-up reads the core asks for the
+/// engine it recognised (never others: a 404 would be a console error).
 async fn probe(base: &str) -> Result<ProbeResult, String> {
     let base = pins::parse_base_url(base).ok_or("the endpoint URL is not http(s)://host:port")?;
     let page_https = web_sys::window()
@@ -348,136 +351,20 @@ async fn probe(base: &str) -> Result<ProbeResult, String> {
     let (status, text) = fetch::request_text("GET", &models_url, None).await.map_err(|e| {
         format!("Could not read {models_url}: {e}. The server is down, or it refuses this page's origin (CORS): vLLM --allowed-origins, TGI --cors-allow-origin, Ollama OLLAMA_ORIGINS; llama.cpp and SGLang allow any origin.")
     })?;
-    if status == 401 || status == 403 {
-        return Err(format!(
-            "{models_url} answered {status}: the endpoint needs an API key."
-        ));
-    }
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|_| format!("{models_url} did not return JSON (status {status})"))?;
+    let read = probe::read_models(&models_url, status, &text).map_err(|e| e.to_string())?;
     let mut snapshots = vec![ProbeSnapshot::new(&models_url, status, &text)];
-    let m = &v["data"][0];
-    let mut out = Vec::new();
-    let probed = |field: &str| Provenance::Probed {
-        url: models_url.clone(),
-        field: field.into(),
-    };
-    if let Some(id) = m["id"].as_str() {
-        out.push(("model_id", id.to_owned(), probed("data[0].id")));
-    }
-    if let Some(n) = m["max_model_len"].as_u64() {
-        out.push((
-            "max_model_len",
-            n.to_string(),
-            probed("data[0].max_model_len"),
-        ));
-    } else if let Some(n) = m["meta"]["n_ctx_train"].as_u64() {
-        out.push((
-            "max_model_len",
-            n.to_string(),
-            probed("data[0].meta.n_ctx_train"),
-        ));
-    }
-    if let Some(n) = m["meta"]["n_params"]
-        .as_u64()
-        .or_else(|| m["pinbench"]["params"].as_u64())
-    {
-        let f = if m["meta"]["n_params"].is_u64() {
-            "data[0].meta.n_params"
-        } else {
-            "data[0].pinbench.params"
-        };
-        out.push(("model_params", n.to_string(), probed(f)));
-    }
-    let pb = &m["pinbench"];
-    if let Some(n) = pb["max_num_seqs"].as_u64() {
-        out.push((
-            "max_num_seqs",
-            n.to_string(),
-            probed("data[0].pinbench.max_num_seqs"),
-        ));
-    }
-    if let Some(n) = pb["kv_capacity_tokens"].as_u64() {
-        out.push((
-            "kv_capacity",
-            n.to_string(),
-            probed("data[0].pinbench.kv_capacity_tokens"),
-        ));
-    }
-    if let Some(b) = pb["batching"].as_str() {
-        out.push((
-            "scheduling",
-            b.to_owned(),
-            probed("data[0].pinbench.batching"),
-        ));
-    }
-    if let Some(e) = pb["engine"].as_str() {
-        out.push((
-            "model_engine",
-            e.to_owned(),
-            probed("data[0].pinbench.engine"),
-        ));
-    }
-    // llama.cpp (its /v1/models entries carry `meta`): per-slot context, slots and build
-    // from /props. Other servers are not asked (a 404 would be a console error).
-    let is_llama = m.get("meta").is_some();
-    let props_url = format!("{base}/props");
-    let props = if is_llama {
-        fetch::request_text("GET", &props_url, None).await.ok()
-    } else {
-        None
-    };
-    if let Some((st, text)) = &props {
-        snapshots.push(ProbeSnapshot::new(&props_url, *st, text));
-    }
-    if let Some((200, text)) = props {
-        if let Ok(p) = serde_json::from_str::<serde_json::Value>(&text) {
-            let probed = |field: &str| Provenance::Probed {
-                url: props_url.clone(),
-                field: field.into(),
-            };
-            if let Some(n) = p["default_generation_settings"]["n_ctx"].as_u64() {
-                out.retain(|o| o.0 != "max_model_len");
-                out.push((
-                    "max_model_len",
-                    n.to_string(),
-                    probed("default_generation_settings.n_ctx"),
-                ));
-            }
-            if let Some(n) = p["total_slots"].as_u64() {
-                out.push(("max_num_seqs", n.to_string(), probed("total_slots")));
-            }
-            if let Some(b) = p["build_info"].as_str() {
-                out.push((
-                    "model_engine",
-                    format!("llama.cpp {b}"),
-                    probed("build_info"),
-                ));
-            }
+    let mut fills = read.fills;
+    for f in read.follow_ups {
+        let url = format!("{base}{}", f.path);
+        if let Ok((st, body)) = fetch::request_text(f.method, &url, f.body.as_deref()).await {
+            snapshots.push(ProbeSnapshot::new(&url, st, &body));
+            probe::read_answer(f.kind, &url, st, &body, &mut fills);
         }
     }
-    // vLLM's cache config info gauge.
-    let metrics_url = format!("{base}/metrics");
-    if !out.iter().any(|o| o.0 == "kv_capacity") {
-        if let Ok((200, text)) = fetch::request_text("GET", &metrics_url, None).await {
-            snapshots.push(ProbeSnapshot::new(&metrics_url, 200, &text));
-            if let Some(n) = text
-                .split("kv_cache_size_tokens=\"")
-                .nth(1)
-                .and_then(|r| r.split('"').next())
-                .filter(|n| n.parse::<u64>().is_ok())
-            {
-                out.push((
-                    "kv_capacity",
-                    n.to_owned(),
-                    Provenance::Probed {
-                        url: metrics_url,
-                        field: "vllm:cache_config_info{kv_cache_size_tokens}".into(),
-                    },
-                ));
-            }
-        }
-    }
+    let out = fills
+        .into_iter()
+        .map(|f| (f.field, f.text, f.provenance))
+        .collect();
     Ok((out, snapshots))
 }
 

@@ -594,7 +594,10 @@ mod tests {
             Err(DialectError::UnexpectedShape(_))
         ));
         // A bad optional field is ignored and counted; the chunk survives.
-        let c = chunk(Dialect::Completions, r#"{"usage":{"completion_tokens":-1}}"#);
+        let c = chunk(
+            Dialect::Completions,
+            r#"{"usage":{"completion_tokens":-1}}"#,
+        );
         assert_eq!((c.usage, c.bad_fields), (None, 1));
         // `event: error` with data that is not JSON is still a stream error.
         assert_eq!(
@@ -619,7 +622,10 @@ mod tests {
             Dialect::Chat,
             r#"{"choices":[{"index":"0","delta":{"content":"a"},"finish_reason":5}]}"#,
         );
-        assert_eq!((c.text.as_str(), c.finish_reason.as_deref(), c.bad_fields), ("a", Some("5"), 2));
+        assert_eq!(
+            (c.text.as_str(), c.finish_reason.as_deref(), c.bad_fields),
+            ("a", Some("5"), 2)
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::core::dialect::{Dialect, RequestSpec};
 use crate::core::metrics::{self, Phase};
 use crate::core::pins::{PromptExactness, RunConfig};
+use crate::core::probe::Engine;
 use crate::core::prompt::{self, Calibration};
 use crate::core::record::{Outcome, RequestRecord, RequestTimeline, StreamEnd};
 use crate::core::schedule::{Next, Rng, Scheduler};
@@ -107,6 +108,8 @@ pub struct RunSession {
     dialect: Dialect,
     cal: Calibration,
     calibrate_from_usage: bool,
+    /// Ask for usage in every chunk: the engine pin names one that streams it (vLLM).
+    continuous_usage: bool,
     seeds: Rng,
     plan_rng: Rng,
     step: usize,
@@ -133,6 +136,13 @@ impl RunSession {
         let steps = cfg.load.value.steps.len();
         Self {
             calibrate_from_usage: cfg.prompt_exactness.value == PromptExactness::UsageCalibrated,
+            continuous_usage: cfg
+                .model
+                .engine
+                .value
+                .known()
+                .and_then(|e| Engine::from_pin(e))
+                .is_some_and(Engine::streams_continuous_usage),
             cfg,
             url,
             dialect,
@@ -291,7 +301,7 @@ impl RunSession {
             extra: cfg.sampling.value.extra.clone().into_iter().collect(),
             nonce: None,
             include_usage: true,
-            continuous_usage: false,
+            continuous_usage: self.continuous_usage,
         };
         let body = spec.body(self.dialect).to_string();
         let mut timeline = RequestTimeline::new(

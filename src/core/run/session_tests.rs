@@ -581,3 +581,36 @@ proptest! {
         }
     }
 }
+
+/// Records the bodies sent; answers nothing.
+#[derive(Default)]
+struct Bodies(Vec<serde_json::Value>);
+
+impl Transport for Bodies {
+    fn send(&mut self, req: &Outgoing) {
+        self.0
+            .push(serde_json::from_str(&req.body).expect("JSON body"));
+    }
+    fn abort(&mut self, _id: u32) {}
+}
+
+#[test]
+fn continuous_usage_is_requested_when_the_engine_pin_is_vllm() {
+    for (engine, continuous) in [
+        ("vLLM 0.11.0", true),
+        ("sim 1", false),
+        ("SGLang 0.5", false),
+    ] {
+        let cfg = config(&[("model_engine", engine)]);
+        let mut s = RunSession::new(cfg, Calibration::default(), [7; 32], 0);
+        let mut net = Bodies::default();
+        s.poll(0, &mut net);
+        let body = net.0.first().expect("a request was sent");
+        assert_eq!(body["stream_options"]["include_usage"], true, "{engine}");
+        assert_eq!(
+            body["stream_options"]["continuous_usage_stats"].as_bool(),
+            continuous.then_some(true),
+            "{engine}"
+        );
+    }
+}

@@ -260,16 +260,28 @@ mod tests {
         }
         let mut b = Hist::new();
         b.record_n(2_500, 3);
-        assert_eq!((a.min(), a.max(), a.mean()), (Some(1_001), Some(7_777_777), Some(2_634_078)));
+        assert_eq!(
+            (a.min(), a.max(), a.mean()),
+            (Some(1_001), Some(7_777_777), Some(2_634_078))
+        );
         assert_eq!(a.quantile(1.0), Some(7_777_777));
         a.merge(&b).expect("merge");
-        assert_eq!((a.min(), a.max(), a.count()), (Some(1_001), Some(7_777_777), 6));
-        assert_eq!(a.mean(), Some((1_001 + 123_456 + 7_777_777 + 7_500 + 3) / 6));
+        assert_eq!(
+            (a.min(), a.max(), a.count()),
+            (Some(1_001), Some(7_777_777), 6)
+        );
+        assert_eq!(
+            a.mean(),
+            Some((1_001 + 123_456 + 7_777_777 + 7_500 + 3) / 6)
+        );
         let decoded = Hist::decode(&a.encode().expect("enc")).expect("dec");
         assert_eq!(decoded, a);
         // Decoded: buckets only, within the histogram's resolution.
         let max = decoded.max().expect("max");
-        assert!(max >= 7_777_777 && max - 7_777_777 <= 7_777_777 / 1000, "{max}");
+        assert!(
+            max >= 7_777_777 && max - 7_777_777 <= 7_777_777 / 1000,
+            "{max}"
+        );
     }
 
     fn check_oracle(name: &str, mut data: Vec<u64>) {
