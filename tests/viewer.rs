@@ -162,7 +162,7 @@ fn compare_verdicts() {
 
 fn import(text: &str) -> Subject {
     match open(text, &TrustedKeys::default()) {
-        Ok(Opened::Imported(s)) => s,
+        Ok(Opened::Imported(i)) => i.subject,
         other => panic!("expected an import, got {other:?}"),
     }
 }
@@ -197,7 +197,7 @@ fn imports_list_their_unpinned_pins() {
             import(include_str!(
                 "fixtures/imports/aiperf_profile_export_aiperf.json"
             )),
-            "AIPerf (schema 1.1)",
+            "AIPerf 0.3.0 (schema 1.1)",
             "closed loop, c=8",
             vec![
                 "model.params",

@@ -11,6 +11,8 @@ use wasm_bindgen::JsCast;
 use crate::core::card::{self, Card, CardCheck, Theme};
 use crate::core::chart;
 use crate::core::compare::Subject;
+use crate::core::import::{ChunkTimes, Imported};
+use crate::core::record::RequestRecord;
 use crate::core::report::Verification;
 use crate::core::view::{self, PinStatus};
 use crate::core::viewer::{self, Opened, OpenedReport, SigState, TrustedKeys};
@@ -36,7 +38,7 @@ impl Entry {
     pub fn subject(&self) -> Subject {
         match &*self.opened {
             Opened::Report(r) => Subject::from_report(&self.title, &r.report),
-            Opened::Imported(s) => s.clone(),
+            Opened::Imported(i) => i.subject.clone(),
         }
     }
 }
@@ -253,7 +255,7 @@ fn EntryList() -> impl IntoView {
             {move || lib.entries.get().into_iter().enumerate().map(|(i, e)| {
                 let kind = match &*e.opened {
                     Opened::Report(r) => format!("pinbench report · {}", r.sig.id()),
-                    Opened::Imported(s) => s.tool.clone(),
+                    Opened::Imported(i) => i.subject.tool.clone(),
                 };
                 view! {
                     <li>
@@ -321,7 +323,7 @@ fn TrustedKeysPanel() -> impl IntoView {
 fn entry_view(e: Entry, lib: Library) -> AnyView {
     match &*e.opened {
         Opened::Report(r) => report_view(&e, r, lib).into_any(),
-        Opened::Imported(s) => import_view(s).into_any(),
+        Opened::Imported(i) => import_view(i).into_any(),
     }
 }
 
@@ -344,9 +346,66 @@ fn pin_table(rows: Vec<view::PinRow>) -> impl IntoView {
     }
 }
 
-fn import_view(s: &Subject) -> impl IntoView {
+fn import_view(i: &Imported) -> impl IntoView {
+    let s = &i.subject;
     let open: Vec<String> = s.open_pins().iter().map(|p| p.label.to_owned()).collect();
-    let numbers = s.numbers.clone();
+    let numbers: Vec<_> = s
+        .numbers
+        .iter()
+        .filter(|n| !n.key.starts_with("recomputed."))
+        .cloned()
+        .collect();
+    let requests = i.requests.as_ref().map(|r| {
+        let recs: Vec<&RequestRecord> = r.records.iter().collect();
+        let charts: Vec<(String, String)> = chart::step_charts(&r.summary, &recs)
+            .into_iter()
+            .filter(|c| r.chunk_times == ChunkTimes::Every || !matches!(c.id.as_str(), "inter-chunk" | "tokens-per-chunk"))
+            .map(|c| (c.id.clone(), chart::render_svg(&c)))
+            .collect();
+        let fmt = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), |v| format!("{v:.3}"));
+        let rows = r.side_by_side.clone();
+        let figures = view::headline(&r.summary);
+        let chunk_note = match r.chunk_times {
+            ChunkTimes::Every => "Every chunk's time is in the file.",
+            ChunkTimes::FirstAndLast => "The file has only the first and last token times of each request: chunks in between are spread evenly, so chunk-gap charts are left out.",
+        };
+        view! {
+            <section class="step" data-testid="import-recomputed" aria-label="Recomputed by pinbench">
+                <h4>{format!("Recomputed by pinbench from the file's {} requests ({} measured)", r.records.len(), r.summary.requests.measured)}</h4>
+                <p>{chunk_note}</p>
+                <div class="table-scroll">
+                <table data-testid="import-side-by-side">
+                    <caption>"The same requests under the tool's definition and pinbench's"</caption>
+                    <thead><tr><th scope="col">"figure"</th><th scope="col">"tool"</th><th scope="col">"pinbench"</th><th scope="col">"tool's definition"</th><th scope="col">"same definition?"</th></tr></thead>
+                    <tbody>
+                        {rows.into_iter().map(|x| view! {
+                            <tr data-testid=format!("sbs-{}", x.key)>
+                                <th scope="row">{x.label}</th>
+                                <td>{fmt(x.tool)}</td>
+                                <td>{fmt(x.pinbench)}</td>
+                                <td>{x.tool_definition}</td>
+                                <td>{if x.same_definition { "yes: must agree" } else { "no" }}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+                </div>
+                <dl class="headline" data-testid="headline">
+                    {figures.into_iter().map(|f| view! {
+                        <div class="headline__fig" data-testid=format!("figure-{}", f.key)>
+                            <dt>{f.label}</dt>
+                            <dd><strong>{f.value}</strong>" "<span class="headline__window">{format!("({})", f.window)}</span></dd>
+                        </div>
+                    }).collect_view()}
+                </dl>
+                <div class="charts">
+                    {charts.into_iter().map(|(id, svg)| view! {
+                        <figure class="chart-box" data-testid=format!("figure-chart-{id}") inner_html=svg></figure>
+                    }).collect_view()}
+                </div>
+            </section>
+        }
+    });
     view! {
         <article class="report" data-testid="import-view" aria-label="Imported result">
             <h3>{format!("{} — imported from {}", s.title, s.tool)}</h3>
@@ -362,6 +421,7 @@ fn import_view(s: &Subject) -> impl IntoView {
                     }).collect_view()}
                 </tbody>
             </table>
+            {requests}
         </article>
     }
 }

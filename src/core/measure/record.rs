@@ -649,6 +649,36 @@ impl RequestTimeline {
     }
 }
 
+/// The token chunks of a stream known only by the times of its text chunks, an optional
+/// trailing finish-only chunk, and the server's `completion_tokens` (another tool's
+/// per-request file): the same rules as a live stream ([`RequestTimeline::finish`]).
+pub fn account_text_chunks(
+    text_times: &[u64],
+    trailing_finish_us: Option<u64>,
+    usage_completion: Option<u64>,
+) -> (Vec<TokenChunk>, TokenCounts) {
+    let mut obs: Vec<Observed> = text_times
+        .iter()
+        .map(|&t_us| Observed {
+            t_us,
+            text: true,
+            finish: false,
+            has_choices: true,
+            usage: None,
+        })
+        .collect();
+    if let Some(t_us) = trailing_finish_us {
+        obs.push(Observed {
+            t_us,
+            text: false,
+            finish: true,
+            has_choices: true,
+            usage: None,
+        });
+    }
+    account(&obs, usage_completion)
+}
+
 fn chunk(t_us: u64, tokens: u64) -> TokenChunk {
     TokenChunk {
         t_us,

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::core::histogram::Hist;
-use crate::core::metrics::in_flight_timeline;
+use crate::core::metrics::{in_flight_timeline, StepSummary};
 use crate::core::record::RequestRecord;
 use crate::core::report::Report;
 
@@ -426,6 +426,16 @@ pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
         return Vec::new();
     };
     let step_recs: Vec<&RequestRecord> = b.records.iter().filter(|r| r.step == step).collect();
+    let mut charts = step_charts(s, &step_recs);
+    if b.summary.steps.len() > 1 {
+        charts.push(sweep_chart(report));
+    }
+    charts
+}
+
+/// The charts of one step from its summary and its records (a report's step, or the
+/// requests of another tool's file recomputed by pinbench).
+pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> {
     let t0 = step_recs.iter().map(|r| r.t_send_us).min().unwrap_or(0);
     let secs = |us: u64| us.saturating_sub(t0) as f64 / 1e6;
     let mut charts = Vec::new();
@@ -485,7 +495,7 @@ pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
     let nbins = 60u64;
     let bin = span.div_ceil(nbins).max(1);
     let mut tok = vec![0u64; nbins as usize + 1];
-    for r in &step_recs {
+    for r in step_recs {
         for c in &r.chunks {
             let i = (c.t_us.saturating_sub(t0) / bin) as usize;
             if let Some(x) = tok.get_mut(i) {
@@ -531,7 +541,7 @@ pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
         }],
         bands: bands.clone(),
     });
-    let tl = in_flight_timeline(&step_recs);
+    let tl = in_flight_timeline(step_recs);
     let target = f64::from(s.concurrency.target);
     charts.push(Chart {
         id: "in-flight-time".into(),
@@ -574,9 +584,6 @@ pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
         }],
         bands: vec![],
     });
-    if b.summary.steps.len() > 1 {
-        charts.push(sweep_chart(report));
-    }
     charts
 }
 

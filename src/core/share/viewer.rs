@@ -6,8 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::core::card::{self, CardCheck};
-use crate::core::compare::Subject;
-use crate::core::import::{self, ImportError};
+use crate::core::import::{self, ImportError, Imported};
 use crate::core::jcs;
 use crate::core::report::{self, Mismatch, Report, ReportError, Verification};
 use crate::core::sign;
@@ -210,7 +209,7 @@ pub enum Opened {
     /// A pinbench report.
     Report(Box<OpenedReport>),
     /// Another tool's result file.
-    Imported(Subject),
+    Imported(Box<Imported>),
 }
 
 /// Opens a file's text.
@@ -250,6 +249,11 @@ pub fn open_timed(
                     .map_err(map_report_err)?
             }
             _ => {
+                if let Some(imported) = import::import_text(title, text) {
+                    let i = imported?;
+                    lap("import", &mut timings);
+                    return Ok(Opened::Imported(Box::new(i)));
+                }
                 let doc = report::parse_json(text).map_err(|e| ViewerError::Json(strip(e)))?;
                 lap("parse", &mut timings);
                 let schema = doc.get("schema").and_then(Value::as_str);
@@ -264,9 +268,9 @@ pub fn open_timed(
                         found: doc["schema"].to_string(),
                     });
                 } else {
-                    let s = import::import(title, &doc)?;
+                    let i = import::import(title, &doc)?;
                     lap("import", &mut timings);
-                    return Ok(Opened::Imported(s));
+                    return Ok(Opened::Imported(Box::new(i)));
                 }
                 let o = report::open_value(doc).map_err(map_report_err)?;
                 lap("verify + schema", &mut timings);
