@@ -311,8 +311,13 @@ fn metrics(state: &AppState) -> Response<RespBody> {
     cors(state, r)
 }
 
-/// Prompt text and token count of a request body (`prompt` string or token list, or
-/// `messages` whose contents are concatenated — no template tokens are added).
+/// Token id of the beginning-of-sequence token every text prompt starts with.
+const BOS_ID: u32 = 50_000;
+
+/// Prompt text and token count of a request body, as a real server counts it: a `prompt`
+/// string gets a BOS token (as vLLM and llama.cpp count it in `usage.prompt_tokens`); a
+/// token list is taken as is; `messages` go through a chat template
+/// (`<|role|>\ncontent\n` per message, then `<|assistant|>\n`) and get a BOS token.
 fn prompt_of(body: &Value, chat: bool) -> Result<(String, u32), String> {
     let text = if chat {
         let msgs = body
@@ -321,6 +326,8 @@ fn prompt_of(body: &Value, chat: bool) -> Result<(String, u32), String> {
             .ok_or("`messages` must be an array")?;
         let mut t = String::new();
         for m in msgs {
+            let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+            t.push_str(&format!("<|{role}|>\n"));
             match m.get("content") {
                 Some(Value::String(s)) => t.push_str(s),
                 Some(Value::Array(parts)) => {
@@ -332,7 +339,9 @@ fn prompt_of(body: &Value, chat: bool) -> Result<(String, u32), String> {
                 }
                 _ => return Err("each message needs a string `content`".into()),
             }
+            t.push('\n');
         }
+        t.push_str("<|assistant|>\n");
         t
     } else {
         match body.get("prompt") {
@@ -346,24 +355,35 @@ fn prompt_of(body: &Value, chat: bool) -> Result<(String, u32), String> {
             _ => return Err("`prompt` must be a string or a list of token ids".into()),
         }
     };
-    let n = u32::try_from(tokenizer::count(&text)).map_err(|_| "prompt too long")?;
+    let n = u32::try_from(tokenizer::count(&text) + 1).map_err(|_| "prompt too long")?;
     Ok((text, n))
 }
 
+/// `POST /tokenize`: vLLM's forms (`prompt` or `messages`, BOS and template included, as
+/// the server counts the prompt) and llama.cpp's (`content`, BOS only with
+/// `add_special: true`).
 fn tokenize(state: &AppState, body: &Value) -> Response<RespBody> {
     let chat = body.get("messages").is_some();
     let text = if chat {
-        prompt_of(body, true).map(|p| p.0)
+        prompt_of(body, true).map(|p| (p.0, true))
+    } else if let Some(p) = body.get("prompt").and_then(Value::as_str) {
+        Ok((p.to_owned(), true))
     } else {
-        body.get("prompt")
-            .or_else(|| body.get("content"))
+        body.get("content")
             .and_then(Value::as_str)
-            .map(str::to_owned)
+            .map(|c| {
+                let special = body.get("add_special").and_then(Value::as_bool) == Some(true);
+                (c.to_owned(), special)
+            })
             .ok_or_else(|| "`prompt` must be a string".to_owned())
     };
     match text {
-        Ok(t) => {
-            let ids = tokenizer::ids(&t);
+        Ok((t, bos)) => {
+            let mut ids = Vec::new();
+            if bos {
+                ids.push(BOS_ID);
+            }
+            ids.extend(tokenizer::ids(&t));
             json_resp(
                 state,
                 StatusCode::OK,

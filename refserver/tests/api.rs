@@ -40,7 +40,8 @@ fn completions_stream_format_usage_and_truth_agree() {
     assert_eq!(rec.chunk_tokens(), 12);
     assert_eq!(
         rec.usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
-        Some((20, 12))
+        Some((21, 12)),
+        "20 prompt tokens and a BOS token"
     );
     assert!(rec.anomalies.is_clean(), "{:?}", rec.anomalies);
     // The truth record matches the stream event for event.
@@ -63,7 +64,7 @@ fn completions_stream_format_usage_and_truth_agree() {
         .collect();
     assert_eq!(emitted, truth_times);
     assert_eq!(t["completion_tokens"], 12);
-    assert_eq!(t["prompt_tokens"], 20);
+    assert_eq!(t["prompt_tokens"], 21);
     assert_eq!(t["finish_reason"], "length");
     assert!(t["first_token_us"].as_u64() > t["received_us"].as_u64());
 }
@@ -82,7 +83,8 @@ fn chat_stream_continuous_usage_and_coalesced_events() {
         rec.token_counts,
         pinbench::core::record::TokenCounts::ExactContinuousUsage
     );
-    assert_eq!(rec.usage.map(|u| u.prompt_tokens), Some(9));
+    // 9 content tokens, 13 of the chat template, 1 BOS.
+    assert_eq!(rec.usage.map(|u| u.prompt_tokens), Some(23));
     // Without continuous usage the client sees coalescing and says so.
     let mut plain = body.clone();
     plain["stream_options"] = json!({"include_usage": true});
@@ -134,16 +136,28 @@ fn tokenizer_is_exact() {
             &[],
         )
         .json();
-        assert_eq!(t["count"], n);
-        assert_eq!(t["tokens"].as_array().map(Vec::len), Some(n));
+        // vLLM's form counts the BOS token, as usage does.
+        assert_eq!(t["count"], n + 1);
+        assert_eq!(t["tokens"].as_array().map(Vec::len), Some(n + 1));
         assert_eq!(t["max_model_len"], 4096);
         let r = post(s.port, "/v1/completions", &completion(n, 2), &[]);
         assert_eq!(
             record(Dialect::Completions, &r.body)
                 .usage
                 .map(|u| u.prompt_tokens),
-            Some(n as u64)
+            Some(n as u64 + 1)
         );
+        // llama.cpp's form adds BOS only when asked.
+        for (special, want) in [(false, n), (true, n + 1)] {
+            let t = post(
+                s.port,
+                "/tokenize",
+                &json!({"content": prompt(n), "add_special": special}),
+                &[],
+            )
+            .json();
+            assert_eq!(t["tokens"].as_array().map(Vec::len), Some(want));
+        }
     }
     let chat = post(
         s.port,
@@ -152,7 +166,8 @@ fn tokenizer_is_exact() {
         &[],
     )
     .json();
-    assert_eq!(chat["count"], 3);
+    // "<|user|>\n" (6) + "a b c" (3) + "\n" (1) + "<|assistant|>\n" (6) + BOS.
+    assert_eq!(chat["count"], 17);
 }
 
 #[test]

@@ -175,3 +175,34 @@ fn an_unpinned_file_is_refused_with_every_missing_pin() {
         "{err}"
     );
 }
+
+/// Prompt lengths are exact under the server's own count (BOS and, for chat, its
+/// template included): every request's `usage.prompt_tokens` equals the requested length,
+/// at 128, 4096 and 8192 tokens, on both APIs.
+#[test]
+fn prompt_lengths_are_exact_with_bos_and_chat_template() {
+    let tmp = Tmp::new("attainment");
+    let server = Server::start(&["--profile", "70b-8xh100", "--zero-step-cost"]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    for dialect in ["completions", "chat"] {
+        for tokens in [128u32, 4096, 8192] {
+            let mut p: serde_json::Value =
+                serde_json::from_str(&pins(&base, 1, ("0", "3", "0"))).expect("pins");
+            p["dialect"] = dialect.into();
+            p["model_id"] = "llama-3.1-70b-sim".into();
+            p["prompt_tokens"] = tokens.to_string().into();
+            p["output_tokens"] = "4".into();
+            p["max_model_len"] = "16384".into();
+            let r = run(&tmp, &p.to_string(), &[]);
+            let got: Vec<u64> = r
+                .body
+                .records
+                .iter()
+                .map(|x| x.usage.map_or(0, |u| u.prompt_tokens))
+                .collect();
+            assert_eq!(got, vec![u64::from(tokens); 3], "{dialect} {tokens}");
+            let step = &r.body.summary.steps[0];
+            assert_eq!((step.prompt_len.exact, step.prompt_len.known), (3, 3));
+        }
+    }
+}

@@ -11,7 +11,7 @@ use super::net::{Clock, NativeNet, NetEvent};
 use crate::core::histogram::Hist;
 use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{RawConfig, RunConfig};
-use crate::core::prompt::{self, Calibration};
+use crate::core::prompt::{self, CalStep, Calibration, CalibrationError, Calibrator};
 use crate::core::record::RequestRecord;
 use crate::core::report::{Report, ReportBody};
 use crate::core::session::{Progress, RunSession, Wake};
@@ -218,28 +218,32 @@ pub fn iso8601(unix_ms: u64) -> String {
     )
 }
 
-async fn calibrate(base_url: &str, model: &str, ca: Option<&str>) -> Option<Calibration> {
+/// Runs the core's calibration procedure against the server's `/tokenize`.
+async fn calibrate(cfg: &RunConfig, ca: Option<&str>) -> Result<Calibration, CalibrationError> {
     let clock = Clock::start();
-    let url = format!("{base_url}/tokenize");
-    let mut counts = Vec::new();
-    let (sample, nonce) = prompt::calibration_texts();
-    for text in [sample, nonce] {
-        let mut got = None;
-        for body in prompt::tokenize_bodies(model, &text) {
-            if let Ok((200, answer)) = super::net::post_json(&url, &body, ca, clock).await {
-                if let Some(n) = prompt::tokenize_count(&answer) {
-                    got = Some(n);
-                    break;
+    let url = format!("{}/tokenize", cfg.endpoint.base_url);
+    let mut c = Calibrator::new(
+        cfg.endpoint.dialect,
+        &cfg.model.id.value,
+        &cfg.prompt_len.value,
+    );
+    loop {
+        match c.next() {
+            CalStep::Done(r) => return r,
+            CalStep::Tokenize(bodies) => {
+                let mut got = None;
+                for (form, body) in bodies {
+                    if let Ok((200, answer)) = super::net::post_json(&url, &body, ca, clock).await {
+                        if let Some(n) = prompt::tokenize_count(&answer) {
+                            got = Some((form, n));
+                            break;
+                        }
+                    }
                 }
+                c.answer(got);
             }
         }
-        counts.push(got?);
     }
-    Some(Calibration::from_sample(
-        prompt::CALIBRATION_WORDS,
-        counts[0],
-        u32::try_from(counts[1]).unwrap_or(u32::MAX),
-    ))
 }
 
 fn progress_line(p: &Progress, protocol: &str) -> String {
@@ -425,15 +429,22 @@ pub fn run(args: &[String]) -> Result<(), CliError> {
     let run = local.block_on(&rt, async {
         let calibration = match cfg.prompt_exactness.value {
             crate::core::pins::PromptExactness::ServerTokenizer => {
-                calibrate(&cfg.endpoint.base_url, &cfg.model.id.value, a.ca_cert.as_deref())
+                calibrate(&cfg, a.ca_cert.as_deref())
                     .await
-                    .ok_or_else(|| CliError::Pins("The server has no /tokenize endpoint: pin prompt exactness as usage_calibrated or approximate.".into()))?
+                    .map_err(|e| CliError::Pins(e.to_string()))?
             }
             _ => Calibration::default(),
         };
         let clock = Clock::start();
         let url = format!("{}{}", cfg.endpoint.base_url, cfg.endpoint.dialect.path());
-        let (net, rx) = NativeNet::open(&url, a.ca_cert.as_deref(), a.api_key.clone(), a.header.clone(), clock).await?;
+        let (net, rx) = NativeNet::open(
+            &url,
+            a.ca_cert.as_deref(),
+            a.api_key.clone(),
+            a.header.clone(),
+            clock,
+        )
+        .await?;
         drive(cfg.clone(), calibration, net, rx, clock, a.quiet).await
     })?;
     let body = ReportBody::build(created, cfg, slo, Vec::new(), run.env, run.records)

@@ -527,15 +527,13 @@ pub fn RunPage() -> impl IntoView {
         let key = api_key.get_untracked();
         spawn_local(async move {
             let calibration = match cfg.prompt_exactness.value {
-                pins::PromptExactness::ServerTokenizer => {
-                    match runner::calibrate(&cfg.endpoint.base_url, &cfg.model.id.value).await {
-                        Some(c) => c,
-                        None => {
-                            running.set(false);
-                            return run_error.set("The server has no /tokenize endpoint: pin prompt exactness as usage_calibrated or approximate.".into());
-                        }
+                pins::PromptExactness::ServerTokenizer => match runner::calibrate(&cfg).await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        running.set(false);
+                        return run_error.set(e.to_string());
                     }
-                }
+                },
                 _ => Default::default(),
             };
             let created = js_sys::Date::new_0()

@@ -2,32 +2,34 @@
 //! [`crate::core::session::RunSession`] driven by [`crate::web::host`], in a worker
 //! ([`crate::web::worker`]) or on this page.
 
-use crate::core::prompt::{self, Calibration};
+use crate::core::pins::RunConfig;
+use crate::core::prompt::{self, CalStep, Calibration, CalibrationError, Calibrator};
 use crate::web::fetch;
 
-/// Measures the prompt calibration with the server's `/tokenize` (vLLM / reference form,
-/// then llama.cpp form). `None` when the server has no tokenizer endpoint.
-pub async fn calibrate(base_url: &str, model: &str) -> Option<Calibration> {
-    let url = format!("{base_url}/tokenize");
-    let count = |text: String| {
-        let url = url.clone();
-        async move {
-            for body in prompt::tokenize_bodies(model, &text) {
-                if let Ok((200, t)) = fetch::post_json(&url, &body).await {
-                    if let Some(n) = prompt::tokenize_count(&t) {
-                        return Some(n);
+/// Runs the core's calibration procedure against the server's `/tokenize`: the fit, then
+/// each target length counted and adjusted until exact.
+pub async fn calibrate(cfg: &RunConfig) -> Result<Calibration, CalibrationError> {
+    let url = format!("{}/tokenize", cfg.endpoint.base_url);
+    let mut c = Calibrator::new(
+        cfg.endpoint.dialect,
+        &cfg.model.id.value,
+        &cfg.prompt_len.value,
+    );
+    loop {
+        match c.next() {
+            CalStep::Done(r) => return r,
+            CalStep::Tokenize(bodies) => {
+                let mut got = None;
+                for (form, body) in bodies {
+                    if let Ok((200, t)) = fetch::post_json(&url, &body).await {
+                        if let Some(n) = prompt::tokenize_count(&t) {
+                            got = Some((form, n));
+                            break;
+                        }
                     }
                 }
+                c.answer(got);
             }
-            None
         }
-    };
-    let (sample, nonce) = prompt::calibration_texts();
-    let tokens = count(sample).await?;
-    let nonce_tokens = count(nonce).await?;
-    Some(Calibration::from_sample(
-        prompt::CALIBRATION_WORDS,
-        tokens,
-        u32::try_from(nonce_tokens).unwrap_or(u32::MAX),
-    ))
+    }
 }

@@ -179,7 +179,7 @@ impl RunSession {
 
     /// The prompt calibration now in use (usage calibration refines it during the run).
     pub fn calibration(&self) -> Calibration {
-        self.cal
+        self.cal.clone()
     }
 
     /// Dispatches everything due at `now_us`, aborts stalled requests, moves between
@@ -291,7 +291,7 @@ impl RunSession {
             .value
             .nonce_prefix
             .then(|| prompt::nonce(index, nonce_seed));
-        let text = prompt::build(prompt_tokens, self.cal, nonce.as_deref(), index);
+        let text = prompt::build(prompt_tokens, &self.cal, nonce.as_deref(), index);
         let spec = RequestSpec {
             model: cfg.model.id.value.clone(),
             prompt: text,
@@ -370,11 +370,14 @@ impl RunSession {
         }
         if self.calibrate_from_usage {
             if let Some(u) = rec.usage.filter(|u| u.prompt_tokens > 0) {
-                // Words sent = requested tokens / old ratio; re-derive the ratio.
-                let words = (u64::from(rec.prompt_tokens_requested) * 1000
-                    / self.cal.tokens_per_word_milli.max(1))
-                .max(1);
-                self.cal.tokens_per_word_milli = (u.prompt_tokens * 1000 / words).max(1);
+                // The words that were sent, and what the server counted: re-derive the
+                // ratio over the calibration's intercept.
+                let words = u64::from(self.cal.words_for(rec.prompt_tokens_requested)).max(1);
+                let body = i64::try_from(u.prompt_tokens * 1000).unwrap_or(i64::MAX)
+                    - self.cal.intercept_milli;
+                self.cal.tokens_per_word_milli = u64::try_from(body.max(1)).unwrap_or(1) / words;
+                self.cal.tokens_per_word_milli = self.cal.tokens_per_word_milli.max(1);
+                self.cal.verified.clear();
             }
         }
         self.progress.completed += 1;
