@@ -1,7 +1,8 @@
 // End-to-end against a real engine: llama.cpp's llama-server with Gemma 3 270M (built and
-// cached by scripts/llama.sh), driven through the app at c = 1 and c = 4 with 128→64 and
-// ignore_eos. Every request must have exactly 64 output tokens, and each request's decode
-// time must agree with llama-server's own timings.predicted_ms within 10%.
+// cached by scripts/llama.sh), driven through the app at c = 1 (128→64) and c = 4
+// (1024→64) with ignore_eos. Every request must have exactly the requested prompt tokens
+// (as llama-server counts them, BOS included) and exactly 64 output tokens, and each
+// request's decode time must agree with llama-server's own timings.predicted_ms within 10%.
 // Usage: node tests/e2e/llama.mjs dist
 import fs from "node:fs";
 import os from "node:os";
@@ -25,7 +26,7 @@ const { server: web, url } = await serveDist(process.argv[2] ?? "dist");
 const browser = await launch();
 const { check, failures, finish } = checker();
 try {
-  for (const [c, counts] of [[1, [1, 4, 0]], [4, [4, 8, 0]]]) {
+  for (const [c, counts, promptTokens] of [[1, [1, 4, 0], 128], [4, [4, 8, 0], 1024]]) {
     const ctx = await browser.newContext({ acceptDownloads: true });
     const page = await ctx.newPage();
     const errors = watchErrors(page);
@@ -35,7 +36,7 @@ try {
     await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 10000 });
     check(await page.getByTestId("pin-model_id").inputValue() === "gemma-3-270m", `c=${c}: probe fills the model id from llama-server`);
     check(await page.getByTestId("pin-max_num_seqs").inputValue() === "4", `c=${c}: probe fills max seqs from /props total_slots`);
-    const pins = { model_quant: "Q4_K_M", prompt_tokens: "128", prompt_exactness: "server_tokenizer", output_tokens: "64",
+    const pins = { model_quant: "Q4_K_M", prompt_tokens: String(promptTokens), prompt_exactness: "server_tokenizer", output_tokens: "64",
       output_enforcement: "ignore_eos", load_mode: "closed", concurrency: String(c), stall_timeout_s: "60", kv_capacity: "8192",
       phases: "colocated", scheduling: "continuous", warmup: String(counts[0]), measured: String(counts[1]), cooldown: String(counts[2]),
       nonce_prefix: "on", temperature: "0", sampling_extra: "{\"cache_prompt\":false}" };
@@ -56,6 +57,8 @@ try {
     check(ratios.every((x) => Math.abs(x - 1) <= 0.10), `c=${c}: each request's decode time within 10% of llama-server's timings.predicted_ms`);
     const prompt = report.body.summary.steps[0].prompt_len;
     console.log(`c=${c}: prompt tokens requested ${prompt.requested_total}, achieved ${prompt.achieved_total} (exact ${prompt.exact}/${prompt.known})`);
+    const prompts = recs.map((r) => r.usage?.prompt_tokens);
+    check(prompt.exact === prompt.known && prompts.every((p) => p === promptTokens), `c=${c}: every prompt has exactly ${promptTokens} tokens as llama-server counts them (${JSON.stringify(prompts)})`);
     check(errors.length === 0, `c=${c}: no console errors (${errors.join("; ")})`);
     await ctx.close();
   }
