@@ -321,6 +321,14 @@ pub struct Concurrency {
     pub offered_mean_milli: u64,
     /// Time-weighted mean of requests actually on the wire, ×1000.
     pub achieved_mean_milli: u64,
+    /// Most requests the client had issued at once (`t_send` → end), over the step.
+    #[serde(default)]
+    pub offered_max: u32,
+    /// Most requests whose response headers had arrived and that had not ended, at once,
+    /// over the step: a lower bound on what the browser really had in flight, known
+    /// without Timing-Allow-Origin.
+    #[serde(default)]
+    pub headers_max: u32,
     /// Most requests on the wire at once.
     pub achieved_max: u32,
     /// Whether wire timing was known for every request (else achieved = offered).
@@ -555,6 +563,26 @@ pub fn in_flight_timeline(records: &[&RequestRecord]) -> Vec<(u64, u32, u32)> {
         }
     }
     out
+}
+
+/// Most of the `[start, end)` intervals that overlap at one instant.
+fn max_overlap(intervals: impl Iterator<Item = (u64, u64)>) -> u32 {
+    // Ends sort before starts at the same instant (0 < 1).
+    let mut ev: Vec<(u64, u8)> = intervals
+        .filter(|(s, e)| e > s)
+        .flat_map(|(s, e)| [(s, 1u8), (e, 0u8)])
+        .collect();
+    ev.sort_unstable();
+    let (mut cur, mut max) = (0u32, 0u32);
+    for (_, start) in ev {
+        if start == 1 {
+            cur += 1;
+            max = max.max(cur);
+        } else {
+            cur = cur.saturating_sub(1);
+        }
+    }
+    max
 }
 
 /// Time-weighted means (×1000) of offered and achieved over `[start, end)` and the
@@ -918,6 +946,12 @@ impl StepAcc {
                 target,
                 offered_mean_milli,
                 achieved_mean_milli,
+                offered_max: max_overlap(records.iter().map(|r| (r.t_send_us, r.t_end_us()))),
+                headers_max: max_overlap(
+                    records
+                        .iter()
+                        .filter_map(|r| r.t_headers_us.map(|h| (h, r.t_end_us()))),
+                ),
                 achieved_max,
                 wire_timing_known: records.iter().all(|r| r.wire.is_some()),
                 window: cw_name.to_owned(),
@@ -1040,18 +1074,36 @@ pub fn client_verdict(
     let mut invalid = false;
     let http1_only = cleartext
         || (!protocols.is_empty() && protocols.keys().all(|p| p == "http/1.1" || p == "http/1.0"));
+    let hidden = !http1_only && protocols.contains_key("unknown");
     for s in &summary.steps {
         let c = &s.concurrency;
-        if http1_only && c.target > HTTP1_CONNECTIONS_PER_HOST {
+        let open = matches!(s.load, LoadStep::Open { .. });
+        // What the client asked the browser to have in flight: closed loops, the target;
+        // open loops, what was actually issued at once (the cap may never be reached).
+        let asked = if open { c.offered_max } else { c.target };
+        if http1_only && asked > HTTP1_CONNECTIONS_PER_HOST {
+            invalid = true;
+            let what = if open {
+                format!("up to {asked} requests in flight (open loop)")
+            } else {
+                format!("target concurrency {asked}")
+            };
+            findings.push(format!(
+                "Step {}: {what} over HTTP/1.1, but a browser opens at most {} connections per host:port: measured achieved concurrency {} (max {}). The client, not the server, limited this run. Use the endpoint over HTTP/2 (https).",
+                s.step, HTTP1_CONNECTIONS_PER_HOST, crate::core::pins::milli(c.achieved_mean_milli), c.achieved_max
+            ));
+        } else if hidden
+            && !c.wire_timing_known
+            && env.host != Some(RunHost::Native)
+            && asked > HTTP1_CONNECTIONS_PER_HOST
+            && c.headers_max <= HTTP1_CONNECTIONS_PER_HOST
+        {
             invalid = true;
             findings.push(format!(
-                "Step {}: target concurrency {} over HTTP/1.1, but a browser opens at most {} connections per host:port: measured achieved concurrency {} (max {}). The client, not the server, limited this run.",
-                s.step, c.target, HTTP1_CONNECTIONS_PER_HOST, crate::core::pins::milli(c.achieved_mean_milli), c.achieved_max
+                "Step {}: {asked} requests were sent at once, but at most {} had their response headers at the same time — what a browser's limit of {} HTTP/1.1 connections per host:port gives. The protocol is hidden (no Timing-Allow-Origin), so the client may have limited this run: serve the endpoint over HTTP/2, or send Timing-Allow-Origin so the browser shows the protocol.",
+                s.step, c.headers_max, HTTP1_CONNECTIONS_PER_HOST
             ));
-        } else if c.wire_timing_known
-            && matches!(s.load, LoadStep::Closed { .. })
-            && c.achieved_max < c.target
-        {
+        } else if c.wire_timing_known && !open && c.achieved_max < c.target {
             invalid = true;
             findings.push(format!(
                 "Step {}: target concurrency {}, but at most {} requests were on the wire at once: the client limited this run.",
