@@ -147,3 +147,145 @@ fn transcripts_are_split_invariant() {
         }
     }
 }
+
+/// Every engine's stream shape through the full record → metrics path, with the answer
+/// worked out by hand from the transcript (events one per millisecond from 1 ms, sent at
+/// 0): tokens per chunk, how exact they are, output tokens, TTFT and TPOT.
+#[test]
+fn engines_known_answers() {
+    use pinbench::core::metrics::request_metrics;
+    // (file, tokens per chunk, token counts, output tokens, TTFT µs, TPOT µs)
+    let cases: &[(&str, &[u32], &str, u64, u64, u64)] = &[
+        // vLLM completions, usage only at the end.
+        (
+            "vllm_completions_final_usage",
+            &[1; 8],
+            "exact_deltas_match_usage",
+            8,
+            1_000,
+            1_000,
+        ),
+        // vLLM completions with continuous_usage_stats (a 2-token chunk, exact).
+        (
+            "vllm_completions_continuous",
+            &[1, 2, 1, 1],
+            "exact_continuous_usage",
+            5,
+            1_000,
+            750,
+        ),
+        // vLLM chat with reasoning content and continuous usage.
+        (
+            "vllm_chat_reasoning_continuous",
+            &[1; 4],
+            "exact_continuous_usage",
+            4,
+            2_000,
+            1_000,
+        ),
+        // vLLM chat stopped by its stop token: the empty finish delta is the 7th token.
+        (
+            "vllm_chat_stop_token",
+            &[1; 7],
+            "exact_finish_token",
+            7,
+            2_000,
+            1_000,
+        ),
+        // vLLM speculative decoding [1,3,1,4,2]: exact with continuous usage …
+        (
+            "vllm_completions_speculative_continuous",
+            &[1, 3, 1, 4, 2],
+            "exact_continuous_usage",
+            11,
+            1_000,
+            400,
+        ),
+        // … estimated without it, first chunk one token, TPOT still the true 0.4 ms.
+        (
+            "vllm_completions_speculative_final_usage",
+            &[1, 2, 3, 2, 3],
+            "estimated_coalesced",
+            11,
+            1_000,
+            400,
+        ),
+        // SGLang chat: nulls in every delta, a finish chunk with null content.
+        (
+            "sglang_chat",
+            &[1; 5],
+            "exact_deltas_match_usage",
+            5,
+            1_000,
+            1_000,
+        ),
+        // TGI, usage on the final token's event: not continuous usage (was 15 tokens).
+        (
+            "tgi_chat_usage_on_last_token",
+            &[1; 8],
+            "exact_deltas_match_usage",
+            8,
+            1_000,
+            1_000,
+        ),
+        // TGI, EOS streamed as an empty delta and counted by usage.
+        (
+            "tgi_chat_eos_empty_delta",
+            &[1; 7],
+            "exact_finish_token",
+            7,
+            1_000,
+            1_000,
+        ),
+        // llama.cpp (real captures): usage in the final choice chunk.
+        (
+            "llama_completions",
+            &[1; 12],
+            "exact_deltas_match_usage",
+            12,
+            1_000,
+            1_000,
+        ),
+        (
+            "llama_chat",
+            &[1; 10],
+            "exact_deltas_match_usage",
+            10,
+            2_000,
+            1_000,
+        ),
+        // Ollama's OpenAI-compatible chat: an empty finish delta not counted by usage.
+        (
+            "ollama_chat",
+            &[1; 4],
+            "exact_deltas_match_usage",
+            4,
+            1_000,
+            1_000,
+        ),
+        // A hosted OpenAI-style API: role chunk first, usage only at the end.
+        (
+            "openai_chat",
+            &[1; 3],
+            "exact_deltas_match_usage",
+            3,
+            2_000,
+            1_000,
+        ),
+    ];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/transcripts");
+    for &(name, tokens, counts, output, ttft, tpot) in cases {
+        let file = format!("{name}.sse");
+        let bytes = std::fs::read(dir.join(&file)).expect("fixture");
+        let rec = record_of(&file, &bytes);
+        let got: Vec<u32> = rec.chunks.iter().map(|c| c.tokens).collect();
+        assert_eq!(got, tokens, "{name}: tokens per chunk");
+        assert_eq!(rec.token_counts.name(), counts, "{name}");
+        assert_eq!(rec.output_tokens(), output, "{name}");
+        let m = request_metrics(&rec);
+        assert_eq!(m.ttft_us, Some(ttft), "{name}: TTFT");
+        assert_eq!(m.tpot_us, Some(tpot), "{name}: TPOT");
+        assert!(rec.outcome.is_ok(), "{name}: {:?}", rec.outcome);
+        assert!(rec.anomalies.is_clean(), "{name}: {:?}", rec.anomalies);
+    }
+}

@@ -18,6 +18,7 @@
 //!   - `U = K + 1` and the stream ended with a choice chunk that has a `finish_reason`
 //!     and no text (the EOS token streamed empty, as TGI and vLLM chat do): that chunk is
 //!     the place of the last token ([`TokenCounts::ExactFinishToken`]);
+//!   - `U > K` with a single text chunk: it carried all `U` tokens, exact;
 //!   - `U > K` otherwise (the server coalesces tokens, e.g. speculative decoding): the
 //!     first text chunk keeps one token (a prefill yields one), every other text chunk
 //!     gets one, and the remaining `U − K` are spread evenly over the chunks after the
@@ -735,6 +736,13 @@ fn account(obs: &[Observed], usage: Option<u64>) -> (Vec<TokenChunk>, TokenCount
     if k == 0 {
         return (Vec::new(), TokenCounts::EstimatedCoalesced);
     }
+    if k == 1 {
+        // One text chunk carried every token the server counted: exact.
+        return (
+            vec![chunk(texts[0], total)],
+            TokenCounts::ExactDeltasMatchUsage,
+        );
+    }
     // First text chunk: one token. The other K-1 chunks: one each plus an even share of
     // the U-K extra tokens, later chunks taking the remainder.
     let extra = total - k;
@@ -742,8 +750,7 @@ fn account(obs: &[Observed], usage: Option<u64>) -> (Vec<TokenChunk>, TokenCount
     let mut out = Vec::with_capacity(texts.len());
     for (i, &t) in texts.iter().enumerate() {
         if i == 0 {
-            // With one chunk only, it carries everything.
-            out.push(chunk(t, if rest == 0 { total } else { 1 }));
+            out.push(chunk(t, 1));
             continue;
         }
         let j = i as u64 - 1;
