@@ -154,8 +154,9 @@ fn transcripts_are_split_invariant() {
 #[test]
 fn engines_known_answers() {
     use pinbench::core::metrics::request_metrics;
-    // (file, tokens per chunk, token counts, output tokens, TTFT µs, TPOT µs)
-    let cases: &[(&str, &[u32], &str, u64, u64, u64)] = &[
+    /// (file, tokens per chunk, token counts, output tokens, TTFT µs, TPOT µs)
+    type Case<'a> = (&'a str, &'a [u32], &'a str, u64, u64, u64);
+    let cases: &[Case] = &[
         // vLLM completions, usage only at the end.
         (
             "vllm_completions_final_usage",
