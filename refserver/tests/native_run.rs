@@ -29,6 +29,10 @@ impl Drop for Tmp {
     }
 }
 
+/// Runs that load the machine take turns with the timing comparison (tests of one binary
+/// run in parallel; two cores shared by client and server are already contended).
+static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn pins(base: &str, concurrency: u32, windows: (&str, &str, &str)) -> String {
     serde_json::json!({
         "endpoint_url": base, "dialect": "completions", "model_id": "pinbench-tiny",
@@ -75,6 +79,7 @@ fn run(tmp: &Tmp, pins_text: &str, extra: &[&str]) -> report::Report {
 
 #[test]
 fn native_run_over_h2_matches_the_truth() {
+    let _turn = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = Tmp::new("h2");
     let server = Server::start(&["--cert-out", &tmp.path("cert.der")]);
     let base = format!("https://127.0.0.1:{}", server.tls_port);
@@ -181,6 +186,7 @@ fn an_unpinned_file_is_refused_with_every_missing_pin() {
 /// at 128, 4096 and 8192 tokens, on both APIs.
 #[test]
 fn prompt_lengths_are_exact_with_bos_and_chat_template() {
+    let _turn = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = Tmp::new("attainment");
     let server = Server::start(&["--profile", "70b-8xh100", "--zero-step-cost"]);
     let base = format!("http://127.0.0.1:{}", server.port);
