@@ -142,6 +142,27 @@ try {
     check(want.every((w) => open_.includes(w)), `${file}: lists unpinned pins (${open_.slice(0, 90)}…)`);
   }
 
+  // --- Real files of the tools: the pins they state, and their requests recomputed
+  // beside the tool's figures with the same charts as a report.
+  const real = path.join(imports, "real");
+  for (const [file, rows, charts] of [
+    ["vllm-bench-serve-0.33.0/vllm_bench_serve.json", ["ttft_mean_ms", "tpot_mean_ms", "e2e_mean_ms"], ["ttft-cdf", "inter-chunk", "throughput-time"]],
+    ["aiperf-0.13.0/profile_export.jsonl", ["ttft_mean_ms", "e2e_mean_ms"], ["ttft-cdf", "tokens-per-chunk", "in-flight-time"]],
+    ["guidellm-0.8.1/benchmarks.json", ["ttft_mean_ms", "tpot_mean_ms"], ["ttft-cdf", "throughput-time"]],
+  ]) {
+    await open(path.join(real, file));
+    await page.getByTestId("import-recomputed").waitFor({ timeout: 5000 });
+    for (const r of rows) {
+      const cells = await page.getByTestId(`sbs-${r}`).locator("td").allTextContents();
+      check(cells.length >= 2 && cells[1] !== "—", `${file}: ${r} recomputed by pinbench (${cells.slice(0, 3).join(" | ")})`);
+    }
+    for (const c of charts) {
+      check(await page.getByTestId(`figure-chart-${c}`).locator("svg").count() === 1, `${file}: chart ${c} drawn`);
+    }
+    const model = await page.getByTestId("import-view").textContent();
+    check(model.includes("pinbench-tiny") || file.endsWith(".jsonl"), `${file}: the model is read from the file`);
+  }
+
   // --- Hostile files: a clear message each, and no script runs.
   const hostile = [
     ["malformed.json", '{"schema": "pinbench.report/v1", "body": ', "not valid JSON"],
