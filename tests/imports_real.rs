@@ -230,3 +230,78 @@ fn guidellm_0_8_benchmarks() {
     }
     assert!(t.iter().all(|(_, c, _)| *c == 32));
 }
+
+/// Files of other releases differ: every field of the real files, removed, nulled, made a
+/// string or a huge number, still imports or fails with a message — never a panic.
+#[test]
+fn mutated_real_files_never_panic() {
+    fn paths(v: &Value, prefix: &str, depth: usize, out: &mut Vec<String>) {
+        if depth == 0 {
+            return;
+        }
+        match v {
+            Value::Object(o) => {
+                for (k, x) in o {
+                    let p = format!("{prefix}/{}", k.replace('~', "~0").replace('/', "~1"));
+                    out.push(p.clone());
+                    paths(x, &p, depth - 1, out);
+                }
+            }
+            Value::Array(a) => {
+                if let Some(x) = a.first() {
+                    let p = format!("{prefix}/0");
+                    out.push(p.clone());
+                    paths(x, &p, depth - 1, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut tried = 0;
+    for (dir, file, depth) in [
+        ("vllm-bench-serve-0.33.0", "vllm_bench_serve.json", 3),
+        ("aiperf-0.13.0", "profile_export_aiperf.json", 4),
+        ("guidellm-0.8.1", "benchmarks.json", 6),
+    ] {
+        let doc: Value = serde_json::from_str(&fixture(dir, file)).expect("json");
+        let mut ps = Vec::new();
+        paths(&doc, "", depth, &mut ps);
+        // guidellm's metric blocks (hundreds of statistics) are read at one level only.
+        ps.retain(|p| !p.starts_with("/benchmarks/0/metrics/") || p.matches('/').count() <= 5);
+        let kinds = [
+            Value::String("x".into()),
+            serde_json::json!(1e300),
+            serde_json::json!(u64::MAX),
+            serde_json::json!(-1),
+        ];
+        for (i, p) in ps.iter().enumerate() {
+            // Every path nulled (a field a release dropped), and one other change each,
+            // in turn.
+            for replacement in [Value::Null, kinds[i % kinds.len()].clone()] {
+                let mut m = doc.clone();
+                if let Some(slot) = m.pointer_mut(p) {
+                    *slot = replacement.clone();
+                }
+                let _ = pinbench::core::import::import(file, &m);
+                tried += 1;
+            }
+        }
+    }
+    // The records export, line by line mutated the same way.
+    let text = fixture("aiperf-0.13.0", "profile_export.jsonl");
+    let first: Value = serde_json::from_str(text.lines().next().expect("a line")).expect("json");
+    let mut ps = Vec::new();
+    paths(&first, "", 4, &mut ps);
+    for p in &ps {
+        for replacement in [Value::Null, serde_json::json!(1e300), serde_json::json!(-1)] {
+            let mut m = first.clone();
+            if let Some(slot) = m.pointer_mut(p) {
+                *slot = replacement.clone();
+            }
+            let t = format!("{}\n{}", m, text);
+            let _ = open("x.jsonl", &t, &TrustedKeys::default());
+            tried += 1;
+        }
+    }
+    assert!(tried > 2000, "{tried} mutations tried");
+}

@@ -753,9 +753,12 @@ fn account(obs: &[Observed], usage: Option<u64>) -> (Vec<TokenChunk>, TokenCount
             out.push(chunk(t, 1));
             continue;
         }
-        let j = i as u64 - 1;
+        let (j, extra, rest) = (i as u128 - 1, u128::from(extra), u128::from(rest));
         let share = (j + 1) * extra / rest - j * extra / rest;
-        out.push(chunk(t, 1 + share));
+        out.push(chunk(
+            t,
+            u64::try_from(share).unwrap_or(u64::MAX).saturating_add(1),
+        ));
     }
     (out, TokenCounts::EstimatedCoalesced)
 }

@@ -268,9 +268,12 @@ fn lengths_text(v: &[u64]) -> Option<String> {
     if min == max {
         return Some(min.to_string());
     }
-    let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
+    let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
     Some(format!("{min}–{max} (mean {mean:.1})"))
 }
+
+/// Most chunks spread between a request's first and last token times.
+const MAX_SPREAD_CHUNKS: u32 = 1 << 20;
 
 /// One request as another tool's file states it.
 #[derive(Clone, Debug, Default)]
@@ -304,25 +307,29 @@ fn build_records(mut raws: Vec<RawRequest>) -> Vec<RequestRecord> {
             let send = r.t_send_us - t0;
             let mut times = Vec::new();
             if let (Some(ttft), None) = (r.ttft_us, &r.error) {
-                let first = send + ttft;
+                let first = send.saturating_add(ttft);
                 times.push(first);
                 if let Some(gaps) = &r.gaps_us {
                     let mut t = first;
                     for g in gaps {
-                        t += g;
+                        t = t.saturating_add(*g);
                         times.push(t);
                     }
                 } else if let Some((last, n)) = r.last_token {
-                    let last = send + last.max(ttft);
-                    let n = u64::from(n.max(1));
+                    let last = send.saturating_add(last.max(ttft));
+                    // A file's count of chunks is bounded by its token count (and a cap),
+                    // never by what it claims alone.
+                    let cap = r.output_tokens.unwrap_or(u64::from(MAX_SPREAD_CHUNKS));
+                    let n = u128::from(u64::from(n.clamp(1, MAX_SPREAD_CHUNKS)).min(cap.max(1)));
+                    let span = u128::from(last - first);
                     for k in 1..n {
-                        times.push(first + (last - first) * k / (n - 1));
+                        times.push(first + u64::try_from(span * k / (n - 1)).unwrap_or(0));
                     }
                 }
             }
             // A trailing chunk beyond the server's count is the finish-only chunk.
             let trailing = match r.output_tokens {
-                Some(u) if times.len() as u64 == u + 1 => times.pop(),
+                Some(u) if u.checked_add(1) == Some(times.len() as u64) => times.pop(),
                 _ => None,
             };
             let (chunks, token_counts) =
@@ -346,7 +353,7 @@ fn build_records(mut raws: Vec<RawRequest>) -> Vec<RequestRecord> {
                 t_intended_us: None,
                 held_by_cap: false,
                 t_headers_us: None,
-                t_done_us: Some(send + r.e2e_us),
+                t_done_us: Some(send.saturating_add(r.e2e_us)),
                 status: None,
                 deltas: times.len() as u32,
                 chunks,
@@ -1045,13 +1052,15 @@ fn aiperf_records(title: &str, text: &str) -> Result<Imported, ImportError> {
         ),
         src("metadata.benchmark_phase"),
     ));
-    let mean = |v: &[u64]| (!v.is_empty()).then(|| v.iter().sum::<u64>() as f64 / v.len() as f64);
+    let mean = |v: &[u64]| {
+        (!v.is_empty()).then(|| v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64)
+    };
     let (prompt_mean, output_mean) = (mean(&plens), mean(&olens));
     // The load is not in this file: the most requests in flight at once stands in for
     // the closed-loop concurrency the summaries are computed under (stated as measured).
     let mut ev: Vec<(u64, i32)> = measured
         .iter()
-        .flat_map(|r| [(r.t_send_us, 1), (r.t_send_us + r.e2e_us, -1)])
+        .flat_map(|r| [(r.t_send_us, 1), (r.t_send_us.saturating_add(r.e2e_us), -1)])
         .collect();
     ev.sort();
     let (mut cur, mut peak) = (0i32, 1i32);

@@ -390,15 +390,17 @@ pub struct Attainment {
 
 impl Attainment {
     fn add(&mut self, requested: u64, achieved: u64) {
-        let diff = achieved as i64 - requested as i64;
+        // Saturating: a file may state any count.
+        let wide = i128::from(achieved) - i128::from(requested);
+        let diff = i64::try_from(wide).unwrap_or(if wide < 0 { i64::MIN } else { i64::MAX });
         if self.known == 0 {
             self.min_diff = diff;
             self.max_diff = diff;
         }
-        self.known += 1;
-        self.exact += u32::from(diff == 0);
-        self.requested_total += requested;
-        self.achieved_total += achieved;
+        self.known = self.known.saturating_add(1);
+        self.exact = self.exact.saturating_add(u32::from(diff == 0));
+        self.requested_total = self.requested_total.saturating_add(requested);
+        self.achieved_total = self.achieved_total.saturating_add(achieved);
         self.min_diff = self.min_diff.min(diff);
         self.max_diff = self.max_diff.max(diff);
     }
