@@ -335,6 +335,8 @@ pub mod chunk_codec {
     fn inflate(data: &[u8]) -> Result<Vec<u8>, String> {
         use miniz_oxide::inflate::core::{decompress, inflate_flags};
         use miniz_oxide::inflate::TINFLStatus;
+        // Never past what the document's decode budget has left.
+        let limit = crate::core::budget::bytes_left().map_or(MAX_DECODED, |b| b.min(MAX_DECODED));
         INFLATER.with(|d| {
             let mut d = d.borrow_mut();
             d.init();
@@ -356,8 +358,12 @@ pub mod chunk_codec {
                         out.truncate(o);
                         return Ok(out);
                     }
-                    TINFLStatus::HasMoreOutput if (out.len() as u64) < MAX_DECODED => {
-                        let n = out.len() * 2;
+                    TINFLStatus::HasMoreOutput if (out.len() as u64) < limit => {
+                        let n = (out.len() * 2).min(
+                            usize::try_from(limit)
+                                .unwrap_or(usize::MAX)
+                                .max(out.len() + 1),
+                        );
                         out.resize(n, 0);
                     }
                     TINFLStatus::HasMoreOutput => {
@@ -400,16 +406,25 @@ pub mod chunk_codec {
         if raw.len() as u64 > MAX_DECODED {
             return Err("chunk data decodes to more than the limit".into());
         }
+        crate::core::budget::charge_bytes(raw.len() as u64)?;
         let mut out = Vec::new();
         let mut pos = 0;
         let mut t = 0u64;
+        let max_chunks = crate::core::budget::chunks_left().unwrap_or(u64::MAX);
         while pos < raw.len() {
+            if out.len() as u64 >= max_chunks {
+                return Err(format!(
+                    "the records hold more than {} token chunks in all",
+                    crate::core::budget::REPORT.chunks
+                ));
+            }
             let dt = get_varint(&raw, &mut pos)?;
             let tokens = get_varint(&raw, &mut pos)?;
             t = t.checked_add(dt).ok_or("chunk time overflows")?;
             let tokens = u32::try_from(tokens).map_err(|_| "chunk token count too large")?;
             out.push(TokenChunk { t_us: t, tokens });
         }
+        crate::core::budget::charge_chunks(out.len() as u64)?;
         Ok(out)
     }
 

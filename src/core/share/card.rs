@@ -101,7 +101,7 @@ pub fn report_digest(r: &Report) -> Result<String, ReportError> {
         "client": b.client,
         "summary": b.summary,
     });
-    Ok(digest_of(&sign::canonical_value(&v, &[]).bytes))
+    Ok(digest_of(&sign::canonical_bytes(&v)?))
 }
 
 fn item(label: &str, value: String) -> Item {

@@ -941,7 +941,7 @@ fn aiperf_records(title: &str, text: &str) -> Result<Imported, ImportError> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let v: Value = serde_json::from_str(line)
+        let v: Value = crate::core::report::parse_json(line)
             .map_err(|e| field_err("AIPerf records", format!("line {} is not JSON: {e}", n + 1)))?;
         let md = v.get("metadata").unwrap_or(&Value::Null);
         let m = v.get("metrics").unwrap_or(&Value::Null);

@@ -292,7 +292,7 @@ fn check_safe_numbers(v: &Value) -> Result<(), ReportError> {
 /// The canonical form a signature covers: JCS of the document without `signature`.
 fn signed_doc(doc: &Value) -> Result<sign::CanonicalDoc, ReportError> {
     check_safe_numbers(doc)?;
-    Ok(sign::canonical_value(doc, &["signature"]))
+    Ok(sign::canonical_doc(doc, &["signature"])?)
 }
 
 /// The bytes a signature covers: JCS of `{"body":…,"schema":…}`.
@@ -429,19 +429,90 @@ pub fn parse_json(text: &str) -> Result<Value, ReportError> {
             limit: MAX_REPORT_BYTES,
         });
     }
-    serde_json::from_str(text).map_err(|e| {
-        let msg = e.to_string();
-        if msg.contains("recursion limit") {
-            ReportError::Json(format!("nested too deeply (more than 128 levels): {msg}"))
-        } else {
-            ReportError::Json(msg)
+    serde_json::from_str::<NoDuplicates>(text)
+        .map(|v| v.0)
+        .map_err(|e| {
+            let msg = e.to_string();
+            if msg.contains("recursion limit") {
+                ReportError::Json(format!("nested too deeply (more than 128 levels): {msg}"))
+            } else {
+                ReportError::Json(msg)
+            }
+        })
+}
+
+/// A JSON value parsed with every object's keys checked unique: a document that says
+/// a thing twice has no one meaning (`serde_json::Value` would keep the last, a
+/// canonicaliser or another reader the first), so it is refused.
+struct NoDuplicates(Value);
+
+impl<'de> Deserialize<'de> for NoDuplicates {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicatesVisitor).map(NoDuplicates)
+    }
+}
+
+struct NoDuplicatesVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicatesVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(NoDuplicates(v)) = seq.next_element()? {
+            out.push(v);
         }
-    })
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let NoDuplicates(v) = map.next_value()?;
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "duplicate key {key:?}: a key may appear once in an object"
+                )));
+            }
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
 }
 
 /// Parses and verifies a report: size limit, JSON, schema version, strict schema
 /// (unknown fields rejected), then the signature.
 pub fn open(text: &str) -> Result<Opened, ReportError> {
+    crate::core::budget::with(crate::core::budget::REPORT, || open_unbudgeted(text))
+}
+
+fn open_unbudgeted(text: &str) -> Result<Opened, ReportError> {
     if text.len() > MAX_REPORT_BYTES {
         return Err(ReportError::TooLarge {
             size: text.len(),
@@ -451,7 +522,7 @@ pub fn open(text: &str) -> Result<Opened, ReportError> {
     match crate::core::jcs::canonicalize(text, &["signature"]) {
         Ok(canonical) => open_canonical(text, canonical, &mut |_| {}),
         // The slow path gives serde_json's messages (line and column) and the JSON path
-        // of an unsafe integer.
+        // of an unsafe integer; it refuses duplicate keys as the canonicaliser does.
         Err(_) => open_value(parse_json(text)?),
     }
 }
@@ -564,6 +635,10 @@ fn diff(path: &str, stored: &Value, fresh: &Value, out: &mut Vec<Mismatch>) {
 
 /// Recomputes the summary and client verdict from the records; returns every mismatch.
 pub fn recompute(report: &Report) -> Result<Vec<Mismatch>, ReportError> {
+    crate::core::budget::with(crate::core::budget::REPORT, || recompute_unbudgeted(report))
+}
+
+fn recompute_unbudgeted(report: &Report) -> Result<Vec<Mismatch>, ReportError> {
     let b = &report.body;
     let summary = metrics::summarize(&b.records, &MetricsPlan::from_config(&b.config, b.slo))?;
     let cleartext = b.config.endpoint.base_url.starts_with("http://");

@@ -234,7 +234,7 @@ pub fn open_timed(
         timings.push((name, now.saturating_sub(last)));
         last = now;
     };
-    let result = (|| {
+    let result = crate::core::budget::with(crate::core::budget::REPORT, || {
         check_size(text.len() as u64)?;
         let map_report_err = |e: ReportError| match e {
             ReportError::WrongSchema { found } => ViewerError::WrongSchema { found },
@@ -289,7 +289,7 @@ pub fn open_timed(
             mismatches,
             card,
         })))
-    })();
+    });
     (result, timings)
 }
 

@@ -197,13 +197,41 @@ impl Hist {
         Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
     }
 
-    /// Decodes [`Hist::encode`]'s output (plain V2 is accepted as well).
+    /// Decodes [`Hist::encode`]'s output (plain V2 is accepted as well). The text is
+    /// untrusted: headers are checked before anything is allocated (lengths within the
+    /// bytes present, at most [`SIGNIFICANT_DIGITS`] significant digits, sane bounds), the
+    /// compressed form is inflated with a cap, and what decoding produces is charged to
+    /// the active [`crate::core::budget`].
     pub fn decode(text: &str) -> Result<Self, HistogramError> {
+        let err = |m: &str| HistogramError::Decode(m.to_owned());
+        if text.len() > MAX_TEXT {
+            return Err(err("longer than a histogram can be"));
+        }
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text.trim())
             .map_err(|e| HistogramError::Decode(format!("not base64: {e}")))?;
+        let plain = match be_u32(&bytes, 0) {
+            Some(V2_COMPRESSED_COOKIE) => {
+                let len = be_u32(&bytes, 4).ok_or_else(|| err("truncated header"))? as usize;
+                let data = bytes
+                    .get(8..)
+                    .filter(|d| len <= d.len())
+                    .ok_or_else(|| err("compressed length exceeds the bytes present"))?;
+                let inflated = miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(
+                    &data[..len],
+                    MAX_PAYLOAD + V2_HEADER,
+                )
+                .map_err(|_| err("compressed data is not zlib, or inflates past the limit"))?;
+                crate::core::budget::charge_bytes(inflated.len() as u64)
+                    .map_err(HistogramError::Decode)?;
+                inflated
+            }
+            Some(V2_COOKIE) => bytes,
+            _ => return Err(err("not an HdrHistogram V2 encoding")),
+        };
+        check_v2_header(&plain)?;
         let mut inner: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
+            .deserialize(&mut plain.as_slice())
             .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
         inner.auto(true);
         let exact = inner.is_empty().then_some(Exact {
@@ -213,6 +241,56 @@ impl Hist {
         });
         Ok(Self { inner, exact })
     }
+}
+
+/// HdrHistogram's V2 cookie (base `0x1c849303` with the 8-byte word size, `0x10`).
+const V2_COOKIE: u32 = 0x1c84_9313;
+/// HdrHistogram's V2 + DEFLATE cookie (base `0x1c849304` | `0x10`).
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9314;
+/// V2 header bytes.
+const V2_HEADER: usize = 40;
+/// Largest V2 payload accepted: 1 MiB (a full 3-digit histogram up to 2^62 needs about
+/// 250 KB).
+const MAX_PAYLOAD: usize = 1 << 20;
+/// Longest base64 text accepted.
+const MAX_TEXT: usize = 4 << 20;
+
+fn be_u32(b: &[u8], at: usize) -> Option<u32> {
+    b.get(at..at + 4)
+        .and_then(|x| x.try_into().ok())
+        .map(u32::from_be_bytes)
+}
+
+fn be_u64(b: &[u8], at: usize) -> Option<u64> {
+    b.get(at..at + 8)
+        .and_then(|x| x.try_into().ok())
+        .map(u64::from_be_bytes)
+}
+
+/// Checks an uncompressed V2 header against the bytes that follow it.
+fn check_v2_header(b: &[u8]) -> Result<(), HistogramError> {
+    let err = |m: &str| Err(HistogramError::Decode(m.to_owned()));
+    if be_u32(b, 0) != Some(V2_COOKIE) || b.len() < V2_HEADER {
+        return err("truncated or not a V2 header");
+    }
+    let payload = be_u32(b, 4).unwrap_or(u32::MAX) as usize;
+    let offset = be_u32(b, 8).unwrap_or(1);
+    let digits = be_u32(b, 12).unwrap_or(0);
+    let lowest = be_u64(b, 16).unwrap_or(0);
+    let highest = be_u64(b, 24).unwrap_or(0);
+    if payload > b.len() - V2_HEADER || payload > MAX_PAYLOAD {
+        return err("payload length exceeds the bytes present");
+    }
+    if offset != 0 {
+        return err("normalizing index offset is not supported");
+    }
+    if !(1..=u32::from(SIGNIFICANT_DIGITS)).contains(&digits) {
+        return err("significant digits out of range");
+    }
+    if lowest < 1 || highest < lowest.saturating_mul(2) || highest > 1 << 62 {
+        return err("value bounds out of range");
+    }
+    Ok(())
 }
 
 #[cold]

@@ -1,0 +1,155 @@
+//! Attack inputs against everything that opens a file someone else made: each test holds
+//! the input that used to crash, allocate gigabytes or mislead, and asserts the safe
+//! outcome.
+
+use std::io::Write as _;
+
+use base64::Engine as _;
+use pinbench::core::histogram::Hist;
+use pinbench::core::viewer::{open, Opened, TrustedKeys, ViewerError};
+use serde_json::Value;
+
+fn fixture() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/report_signed.json"
+    ))
+    .expect("fixture")
+}
+
+/// A 56-character V2 histogram whose header claims a 2 GiB payload.
+fn histogram_bomb() -> String {
+    let mut b = Vec::new();
+    b.extend_from_slice(&0x1c84_9313u32.to_be_bytes());
+    b.extend_from_slice(&0x8000_0000u32.to_be_bytes());
+    b.extend_from_slice(&0u32.to_be_bytes());
+    b.extend_from_slice(&3u32.to_be_bytes());
+    b.extend_from_slice(&1u64.to_be_bytes());
+    b.extend_from_slice(&2048u64.to_be_bytes());
+    b.extend_from_slice(&1.0f64.to_bits().to_be_bytes());
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+#[test]
+fn the_histogram_bomb_is_refused_before_any_allocation() {
+    let bomb = histogram_bomb();
+    assert_eq!(bomb.len(), 56);
+    let e = Hist::decode(&bomb).expect_err("refused");
+    assert!(e.to_string().contains("payload length exceeds"), "{e}");
+    // Other lies in the header: digits, bounds, compressed length.
+    for (at, value) in [(12usize, 9u32), (8, 1)] {
+        let mut b = base64::engine::general_purpose::STANDARD
+            .decode(&bomb)
+            .expect("b64");
+        b[4..8].copy_from_slice(&0u32.to_be_bytes());
+        b[at..at + 4].copy_from_slice(&value.to_be_bytes());
+        let t = base64::engine::general_purpose::STANDARD.encode(&b);
+        assert!(Hist::decode(&t).is_err());
+    }
+    let mut compressed = 0x1c84_9314u32.to_be_bytes().to_vec();
+    compressed.extend_from_slice(&u32::MAX.to_be_bytes());
+    compressed.extend_from_slice(&[0x78, 0x9c, 0x03, 0x00]);
+    let t = base64::engine::general_purpose::STANDARD.encode(&compressed);
+    assert!(Hist::decode(&t).is_err());
+    // In a report: it opens, the recompute says what is wrong, nothing panics.
+    let mut doc: Value = serde_json::from_str(&fixture()).expect("json");
+    doc["body"]["summary"]["steps"][0]["histograms"]["ttft_us"] = bomb.clone().into();
+    match open("bomb.json", &doc.to_string(), &TrustedKeys::default()) {
+        Ok(Opened::Report(r)) => {
+            let mismatches = r.mismatches.expect("recomputes");
+            assert!(
+                mismatches.iter().any(|m| m.path.contains("ttft_us")),
+                "{mismatches:?}"
+            );
+            assert!(pinbench::core::chart::cdf_of_histogram(&bomb, 100).is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Chunk data in the first (DEFLATE) form that inflates to 64 MiB per record: the
+/// report's decode budget stops it with a message.
+#[test]
+fn the_chunk_bomb_breaches_the_report_budget() {
+    let mut z = Vec::new();
+    {
+        let zeros = vec![0u8; 1 << 20];
+        let mut w = DeflateRaw::new(&mut z);
+        for _ in 0..64 {
+            w.write_all(&zeros).expect("deflate");
+        }
+        w.finish();
+    }
+    let bomb = base64::engine::general_purpose::STANDARD.encode(&z);
+    assert!(bomb.len() < 200_000, "{} bytes of input", bomb.len());
+    let mut doc: Value = serde_json::from_str(&fixture()).expect("json");
+    for r in doc["body"]["records"].as_array_mut().expect("records") {
+        r["chunks"] = bomb.clone().into();
+    }
+    match open("chunks.json", &doc.to_string(), &TrustedKeys::default()) {
+        Err(ViewerError::Schema(m)) => assert!(
+            m.contains("token chunks in all") || m.contains("expands to more than"),
+            "{m}"
+        ),
+        other => panic!("expected a budget error, got {other:?}"),
+    }
+}
+
+/// Raw DEFLATE (the chunk codec's first form), through miniz_oxide.
+struct DeflateRaw<'a> {
+    out: &'a mut Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl<'a> DeflateRaw<'a> {
+    fn new(out: &'a mut Vec<u8>) -> Self {
+        Self {
+            out,
+            buf: Vec::new(),
+        }
+    }
+    fn finish(self) {
+        self.out
+            .extend(miniz_oxide::deflate::compress_to_vec(&self.buf, 9));
+    }
+}
+
+impl std::io::Write for DeflateRaw<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The same key twice has no one meaning: refused everywhere, with a message.
+#[test]
+fn duplicate_keys_are_refused_with_a_message() {
+    let text = fixture();
+    // A second "created" inside the signed body: serde_json would keep the last.
+    let dup = text.replacen(
+        "\"created\":",
+        "\"created\":\"1999-01-01T00:00:00.000Z\",\"created\":",
+        1,
+    );
+    assert_ne!(dup, text);
+    match open("dup.json", &dup, &TrustedKeys::default()) {
+        Err(e) => assert!(e.to_string().contains("duplicate key \"created\""), "{e}"),
+        Ok(_) => panic!("a report with a duplicate key opened"),
+    }
+    let e = pinbench::core::report::open(&dup).expect_err("refused");
+    assert!(e.to_string().contains("duplicate key"), "{e}");
+    // Another tool's file, and one line of AIPerf's records.
+    let e = open(
+        "v.json",
+        r#"{"model_id":"a","model_id":"b","completed":1,"output_throughput":1}"#,
+        &TrustedKeys::default(),
+    )
+    .expect_err("refused");
+    assert!(e.to_string().contains("duplicate key"), "{e}");
+    let line = r#"{"metadata":{"request_start_ns":1,"request_start_ns":2},"metrics":{}}"#;
+    let e = open("r.jsonl", line, &TrustedKeys::default()).expect_err("refused");
+    assert!(e.to_string().contains("duplicate key"), "{e}");
+}
