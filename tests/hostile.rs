@@ -153,3 +153,117 @@ fn duplicate_keys_are_refused_with_a_message() {
     let e = open("r.jsonl", line, &TrustedKeys::default()).expect_err("refused");
     assert!(e.to_string().contains("duplicate key"), "{e}");
 }
+
+/// Values a report could not sign exactly, or extras that override what pinbench sends,
+/// are refused at the gate (the run cannot start, so no report is lost at the end).
+#[test]
+fn unsignable_pins_and_colliding_extras_are_refused_at_the_gate() {
+    use pinbench::core::pins::{RawConfig, RawField, RunConfig};
+    let gate = |name: &str, text: &str| {
+        let mut r = RawConfig::default();
+        for (n, t) in BASE {
+            *r.field_mut(n).expect("field") = RawField::declared(t);
+        }
+        *r.field_mut(name).expect("field") = RawField::declared(text);
+        RunConfig::try_from(&r)
+    };
+    assert!(gate("sampling_extra", "{\"top_p\":0.9,\"seed\":7}").is_ok());
+    for (name, text) in [
+        ("model_params", "10000T"),
+        ("sampling_extra", "{\"seed\":18446744073709551615}"),
+        (
+            "sampling_extra",
+            "{\"model\":\"other\",\"n\":64,\"max_tokens\":100000}",
+        ),
+        ("sampling_extra", "{\"n\":64}"),
+        ("sampling_extra", "{\"stream_options\":{}}"),
+        ("kv_capacity", "90071992547409930"),
+        ("stall_timeout_s", "9007199254740993"),
+    ] {
+        let e = gate(name, text).expect_err(text);
+        assert!(
+            e.to_string().contains(&name.replace('_', " ")),
+            "{name}={text}: {e}"
+        );
+    }
+}
+
+const BASE: [(&str, &str); 24] = [
+    ("endpoint_url", "http://127.0.0.1:8000"),
+    ("dialect", "completions"),
+    ("model_id", "m"),
+    ("model_params", "8B"),
+    ("model_quant", "bf16"),
+    ("model_engine", "e"),
+    ("prompt_tokens", "16"),
+    ("prompt_exactness", "approximate"),
+    ("output_tokens", "4"),
+    ("output_enforcement", "ignore_eos"),
+    ("load_mode", "closed"),
+    ("concurrency", "1"),
+    ("stall_timeout_s", "10"),
+    ("max_model_len", "2048"),
+    ("kv_capacity", "8192"),
+    ("max_num_seqs", "8"),
+    ("phases", "colocated"),
+    ("scheduling", "continuous"),
+    ("warmup", "0"),
+    ("measured", "2"),
+    ("cooldown", "0"),
+    ("nonce_prefix", "on"),
+    ("temperature", "0"),
+    ("sampling_extra", "{}"),
+];
+
+/// A server's usage beyond 2^53, or a rate that would overflow: the report still builds
+/// and signs (the count is ignored as a bad field; figures are clamped).
+#[test]
+fn server_counts_beyond_2_53_do_not_lose_the_report() {
+    use pinbench::core::dialect::Dialect;
+    use pinbench::core::metrics::ClientEnv;
+    use pinbench::core::pins::{RawConfig, RawField, RunConfig};
+    use pinbench::core::record::{RequestTimeline, StreamEnd};
+    use pinbench::core::report::{Report, ReportBody};
+    let mut r = RawConfig::default();
+    for (n, t) in BASE {
+        *r.field_mut(n).expect("field") = RawField::declared(t);
+    }
+    let cfg = RunConfig::try_from(&r).expect("pinned");
+    let records: Vec<_> = (0..2u32)
+        .map(|i| {
+            let t0 = u64::from(i) * 10_000;
+            let mut tl = RequestTimeline::new(i, 0, Dialect::Completions, 16, 4, t0);
+            tl.on_headers(t0 + 10, 200, Some("text/event-stream"));
+            tl.on_bytes(t0 + 20, b"data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n");
+            tl.on_bytes(t0 + 21, b"data: {\"choices\":[{\"index\":0,\"text\":\"b\"}]}\n\n");
+            tl.on_bytes(
+                t0 + 22,
+                b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":16,\"completion_tokens\":18446744073709551615}}\n\ndata: [DONE]\n\n",
+            );
+            tl.finish(t0 + 23, StreamEnd::Eof)
+        })
+        .collect();
+    assert!(records
+        .iter()
+        .all(|r| r.usage.is_none() && r.anomalies.bad_optional_fields == 1));
+    let env = ClientEnv {
+        timer_resolution_us: 5,
+        cross_origin_isolated: true,
+        event_loop_lag_p99_us: 0,
+        event_loop_lag_max_us: 0,
+        host: None,
+    };
+    let body = ReportBody::build(
+        "2026-12-01T00:00:00.000Z".into(),
+        cfg,
+        None,
+        Vec::new(),
+        env,
+        records,
+    )
+    .expect("builds");
+    let mut report = Report::new(body);
+    report
+        .sign(&pinbench::core::sign::KeyPair::from_secret([7; 32]))
+        .expect("signs");
+}

@@ -249,6 +249,16 @@ fn parse_usage(v: &Value) -> Result<Usage, DialectError> {
     let obj = v
         .as_object()
         .ok_or_else(|| shape("usage is not an object"))?;
+    // Counts a report stores exactly (≤ 2^53 − 1); a larger one is not a count.
+    let opt_u64 = |v: Option<&Value>, what: &str| {
+        opt_u64(v, what)?
+            .map(|n| {
+                (n <= crate::core::pins::MAX_JSON_INTEGER)
+                    .then_some(n)
+                    .ok_or_else(|| shape(format!("{what} is {n}, beyond 2^53")))
+            })
+            .transpose()
+    };
     Ok(Usage {
         prompt_tokens: opt_u64(obj.get("prompt_tokens"), "usage.prompt_tokens")?.unwrap_or(0),
         completion_tokens: opt_u64(obj.get("completion_tokens"), "usage.completion_tokens")?

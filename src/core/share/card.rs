@@ -258,8 +258,9 @@ impl Card {
         if json.len() > MAX_CARD_BYTES {
             return Err(CardError::TooLarge);
         }
-        let v: serde_json::Value =
-            serde_json::from_slice(&json).map_err(|e| CardError::Damaged(e.to_string()))?;
+        let text = std::str::from_utf8(&json).map_err(|e| CardError::Damaged(e.to_string()))?;
+        // The same parser as reports: duplicate keys are refused.
+        let v = report::parse_json(text).map_err(|e| CardError::Damaged(e.to_string()))?;
         let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
         if schema != CARD_SCHEMA {
             return Err(CardError::WrongSchema(schema.into()));

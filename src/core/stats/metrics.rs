@@ -177,11 +177,15 @@ pub struct RequestMetrics {
     pub burst_milli: Option<u64>,
 }
 
+/// `n / d` rounded, at most 2^53 − 1: every figure must stay an integer a signed report
+/// stores exactly, whatever a server's counts make of it.
 fn div_round(n: u128, d: u128) -> u64 {
     if d == 0 {
         return 0;
     }
-    u64::try_from((n + d / 2) / d).unwrap_or(u64::MAX)
+    u64::try_from((n.saturating_add(d / 2)) / d)
+        .unwrap_or(u64::MAX)
+        .min(crate::core::pins::MAX_JSON_INTEGER)
 }
 
 /// `count` per `dur_us`, as milli-units per second.

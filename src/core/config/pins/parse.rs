@@ -156,7 +156,10 @@ pub fn parse_milli(t: &str) -> Option<u64> {
     }
     let i: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
     let f: u64 = format!("{frac:0<3}").parse().ok()?;
-    i.checked_mul(1000)?.checked_add(f)
+    // Stored in a report as an integer a signature covers exactly.
+    i.checked_mul(1000)?
+        .checked_add(f)
+        .filter(|&v| v <= MAX_JSON_INTEGER)
 }
 
 /// Parses `8B`, `1.5B`, `270M`, `7e9` or a plain integer into a parameter count.
@@ -171,7 +174,56 @@ pub fn parse_param_count(t: &str) -> Option<u64> {
     };
     let m = parse_milli(num)?;
     let v = u128::from(m) * u128::from(mult) / 1000;
-    u64::try_from(v).ok().filter(|&v| v > 0)
+    // A report stores it as a JSON integer a signature covers exactly: ≤ 2^53 − 1.
+    u64::try_from(v)
+        .ok()
+        .filter(|&v| v > 0 && v <= MAX_JSON_INTEGER)
+}
+
+/// Largest integer a JSON report stores exactly (2^53 − 1): pins beyond it are refused at
+/// the gate, not when the report is signed.
+pub const MAX_JSON_INTEGER: u64 = (1 << 53) - 1;
+
+/// Request fields pinbench sets itself: `sampling_extra` may not override them (the
+/// report would misstate what ran). `n`, `best_of` and beam search multiply generation.
+pub const RESERVED_REQUEST_FIELDS: &[&str] = &[
+    "model",
+    "prompt",
+    "messages",
+    "max_tokens",
+    "max_completion_tokens",
+    "min_tokens",
+    "ignore_eos",
+    "stream",
+    "stream_options",
+    "temperature",
+    "n",
+    "best_of",
+    "use_beam_search",
+];
+
+/// Whether every integer in `v` is within ±(2^53 − 1).
+fn json_safe(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Number(n) => {
+            n.as_u64().is_none_or(|x| x <= MAX_JSON_INTEGER)
+                && n.as_i64()
+                    .is_none_or(|x| x.unsigned_abs() <= MAX_JSON_INTEGER)
+        }
+        serde_json::Value::Array(a) => a.iter().all(json_safe),
+        serde_json::Value::Object(o) => o.values().all(json_safe),
+        _ => true,
+    }
+}
+
+/// Parses `sampling_extra`: a JSON object that sets none of
+/// [`RESERVED_REQUEST_FIELDS`] and holds only JSON-safe integers.
+pub fn parse_sampling_extra(t: &str) -> Option<BTreeMap<String, serde_json::Value>> {
+    let m: BTreeMap<String, serde_json::Value> = serde_json::from_str(t).ok()?;
+    let clash = m
+        .keys()
+        .any(|k| RESERVED_REQUEST_FIELDS.contains(&k.as_str()));
+    (!clash && m.values().all(json_safe)).then_some(m)
 }
 
 pub(super) fn parse_args(t: &str, name: &str) -> Option<Vec<u32>> {
@@ -257,7 +309,7 @@ pub(super) fn parse_kv_capacity(t: &str) -> Option<KvCapacity> {
     t.replace('_', "")
         .parse()
         .ok()
-        .filter(|&v: &u64| v > 0)
+        .filter(|&v: &u64| v > 0 && v <= MAX_JSON_INTEGER)
         .map(|tokens| KvCapacity::Tokens { tokens })
 }
 
@@ -344,7 +396,7 @@ impl TryFrom<&RawConfig> for RunConfig {
         let model_id = p.get("model_id", "the API model id", |t| Some(t.to_owned()));
         let params = p.disclosed(
             "model_params",
-            "a parameter count like 8B or 270M",
+            "a parameter count like 8B or 270M (at most 9,007T)",
             parse_param_count,
         );
         let quant = p.disclosed("model_quant", "a precision like bf16 or Q4_K_M", |t| {
@@ -461,8 +513,8 @@ impl TryFrom<&RawConfig> for RunConfig {
         });
         let extra = p.get(
             "sampling_extra",
-            "a JSON object such as {} or {\"top_p\":0.9}",
-            |t| serde_json::from_str::<BTreeMap<String, serde_json::Value>>(t).ok(),
+            "a JSON object such as {} or {\"top_p\":0.9}, without fields pinbench sets (model, prompt, messages, max_tokens, min_tokens, ignore_eos, stream, stream_options, temperature, n, best_of) and with integers under 2^53",
+            parse_sampling_extra,
         );
 
         if !p.problems.is_empty() {
