@@ -106,7 +106,8 @@ impl RunContext {
         slo: Option<Slo>,
         probes: Vec<ProbeSnapshot>,
     ) -> Rc<Self> {
-        let id: String = web::random_seed()[..8]
+        // The caller checked the generator when it drew the run's seed.
+        let id: String = web::random_seed().unwrap_or_default()[..8]
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
@@ -246,7 +247,8 @@ impl RunSinks {
         .map_err(|e| format!("Could not build the report: {e}"))
         .and_then(|body| {
             let mut r = Report::new(body);
-            r.sign(&signing_key())
+            let key = signing_key().map_err(|e| format!("Could not sign the report: {e}"))?;
+            r.sign(&key)
                 .map(|()| r)
                 .map_err(|e| format!("Could not sign the report: {e}"))
         });
@@ -424,11 +426,16 @@ pub fn RunPage() -> impl IntoView {
     let page_lag = StoredValue::new_local(None::<LagMonitor>);
     let page_lag_text = RwSignal::new(String::new());
     let key_id = RwSignal::new(String::new());
-    Effect::new(move |_| key_id.set(signing_key().key_id()));
+    Effect::new(move |_| {
+        key_id.set(signing_key().map_or_else(|e| e, |k| k.key_id()));
+    });
     let key_import = RwSignal::new(String::new());
     let key_msg = RwSignal::new(String::new());
     let on_key_export = move |_| {
-        let k = signing_key();
+        let k = match signing_key() {
+            Ok(k) => k,
+            Err(e) => return key_msg.set(e),
+        };
         let doc = serde_json::json!({"alg": "Ed25519", "key_id": k.key_id(), "public_key": k.public_key_base64(), "secret_key": k.secret_base64()});
         if let Err(e) = web::download(
             "pinbench-signing-key.json",
@@ -546,13 +553,21 @@ pub fn RunPage() -> impl IntoView {
                 .into_iter()
                 .filter(|p| p.url.starts_with(&format!("{}/", cfg.endpoint.base_url)))
                 .collect();
+            // No run without the browser's random generator (arrivals, nonces).
+            let seed = match web::random_seed() {
+                Ok(s) => s,
+                Err(e) => {
+                    running.set(false);
+                    return run_error.set(e);
+                }
+            };
             let ctx = RunContext::new(created, cfg.clone(), slo, snapshots);
             let req = RunRequest {
                 cfg,
                 calibration,
                 api_key: Some(key).filter(|k| !k.is_empty()),
                 extra_header: None,
-                seed: web::random_seed().to_vec(),
+                seed: seed.to_vec(),
             };
             let sinks = RunSinks {
                 ctx: ctx.clone(),
@@ -615,7 +630,7 @@ pub fn RunPage() -> impl IntoView {
         match cp.into_body() {
             Ok(body) => {
                 let mut r = Report::new(body);
-                match r.sign(&signing_key()) {
+                match signing_key().and_then(|k| r.sign(&k).map_err(|e| e.to_string())) {
                     Ok(()) => {
                         report.set(Some(r));
                         on_interrupted_discard(());

@@ -114,15 +114,23 @@ pub fn cross_origin_isolated() -> bool {
 }
 
 /// 32 random bytes from this scope's `crypto.getRandomValues`.
-pub fn random_seed() -> [u8; 32] {
+pub fn random_seed() -> Result<[u8; 32], String> {
+    // Fails closed: keys, nonces and arrivals never come from anything but the
+    // browser's cryptographic generator.
     let mut b = [0u8; 32];
     let crypto = js_sys::Reflect::get(&js_sys::global(), &"crypto".into())
         .ok()
-        .and_then(|c| c.dyn_into::<web_sys::Crypto>().ok());
-    if let Some(c) = crypto {
-        let _ = c.get_random_values_with_u8_array(&mut b);
-    }
-    b
+        .and_then(|c| c.dyn_into::<web_sys::Crypto>().ok())
+        .ok_or("This browser has no crypto.getRandomValues: nothing random can be made, so no key or run is started.")?;
+    crypto
+        .get_random_values_with_u8_array(&mut b)
+        .map_err(|e| {
+            format!(
+                "crypto.getRandomValues failed ({}): no key or run is started.",
+                crate::web::fetch::js_err(e)
+            )
+        })?;
+    Ok(b)
 }
 
 /// `localStorage`, when available.

@@ -21,17 +21,18 @@ pub fn existing_signing_key() -> Option<KeyPair> {
         .and_then(|t| KeyPair::from_secret_base64(&t).ok())
 }
 
-/// The signing key from browser storage, created on first use.
-pub fn signing_key() -> KeyPair {
+/// The signing key from browser storage, created on first use (`Err` when the browser
+/// cannot make a random secret: no key is ever made from anything else).
+pub fn signing_key() -> Result<KeyPair, String> {
     let stored = web::storage().and_then(|s| s.get_item(KEY_STORAGE).ok().flatten());
     if let Some(k) = stored.and_then(|t| KeyPair::from_secret_base64(&t).ok()) {
-        return k;
+        return Ok(k);
     }
-    let k = KeyPair::from_secret(web::random_seed());
+    let k = KeyPair::from_secret(web::random_seed()?);
     if let Some(s) = web::storage() {
         let _ = s.set_item(KEY_STORAGE, &k.secret_base64());
     }
-    k
+    Ok(k)
 }
 
 /// Keeps `k` as this browser's signing key; `Err` when storage is unavailable.

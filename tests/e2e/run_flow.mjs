@@ -105,13 +105,17 @@ try {
       await shared.getByTestId("all-pinned").waitFor({ timeout: 5000 });
       check(await shared.getByTestId("pin-concurrency").inputValue() === "8", "share link: opens with every pin set (concurrency 8)");
       check(await shared.getByTestId("api-key").inputValue() === "", "share link: the API key field stays empty");
-      const out = execFileSync(verifyBin, [file]).toString();
-      check(out.includes("signature valid"), "signature: downloaded report verifies natively");
+      const signer = JSON.parse(fs.readFileSync(file, "utf8")).signature.public_key;
+      let unknownStatus = 0;
+      try { execFileSync(verifyBin, [file]); } catch (e) { unknownStatus = e.status; }
+      check(unknownStatus === 3, `signature: an untrusted signer exits 3 (got ${unknownStatus})`);
+      const out = execFileSync(verifyBin, ["--trust", signer, file]).toString();
+      check(out.includes("trusted signer"), "signature: downloaded report verifies natively with its key trusted");
       // Change the first digit of the first send time (one byte).
       const text = fs.readFileSync(file, "utf8").replace(/"t_send_us":(\d)/, (m, d) => `"t_send_us":${(Number(d) % 9) + 1}`);
       fs.writeFileSync(file, text);
       let failed = false;
-      try { execFileSync(verifyBin, [file]); } catch { failed = true; }
+      try { execFileSync(verifyBin, ["--trust", signer, file]); } catch { failed = true; }
       check(failed, "signature: one changed byte fails verification");
     }
     fs.rmSync(file, { force: true });

@@ -615,7 +615,7 @@ fn csv_cell(s: &str) -> String {
     } else {
         s.to_owned()
     };
-    if s.contains([',', '"', '\n', '\r']) {
+    if s.contains([',', ';', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s
@@ -692,6 +692,8 @@ mod tests {
             ("-1", "'-1"),
             ("@SUM", "'@SUM"),
             ("line\nbreak", "\"line\nbreak\""),
+            // Spreadsheets in many locales split on `;`.
+            ("a;b", "\"a;b\""),
         ];
         for (input, want) in cases {
             assert_eq!(csv_cell(input), want, "{input:?}");
