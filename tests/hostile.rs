@@ -267,3 +267,65 @@ fn server_counts_beyond_2_53_do_not_lose_the_report() {
         .sign(&pinbench::core::sign::KeyPair::from_secret([7; 32]))
         .expect("signs");
 }
+
+/// Secrets stay out of shared files: a server that echoes the key (or any credential) in
+/// an error, an in-stream error or a network message has it redacted in the record; a
+/// key in the endpoint path is refused.
+#[test]
+fn echoed_secrets_are_redacted_and_keys_in_urls_refused() {
+    use pinbench::core::dialect::Dialect;
+    use pinbench::core::record::{redact, Outcome, RequestTimeline, StreamEnd};
+    let key = "sk-live-0123456789abcdefXYZ".to_owned();
+    let known = vec![key.clone()];
+    for raw in [
+        format!("Incorrect API key provided: {key}. You can find your API key at …"),
+        format!("upstream said Authorization: Bearer {key}"),
+        "bad token abcdef0123456789ABCDEF0123456789 in header".to_owned(),
+        "GET /v1/models?api_key=hunter2hunter2 failed".to_owned(),
+    ] {
+        let r = redact(&raw, &known);
+        assert!(
+            !r.contains(&key) && !r.contains("0123456789ABCDEF") && !r.contains("hunter2"),
+            "{r}"
+        );
+        assert!(r.contains("[redacted]"), "{r}");
+    }
+    assert!(redact(&"x".repeat(2_000), &[]).chars().count() <= 301);
+    // Through a timeline: an HTTP error body and an in-stream error.
+    let mut tl = RequestTimeline::new(0, 0, Dialect::Chat, 8, 4, 0);
+    tl.set_secrets(known.clone());
+    let rec = tl.finish(
+        10,
+        StreamEnd::Failed(Outcome::Http {
+            status: 401,
+            message: format!("Incorrect API key provided: {key}"),
+        }),
+    );
+    assert!(!serde_json::to_string(&rec).expect("json").contains(&key));
+    let mut tl = RequestTimeline::new(0, 0, Dialect::Chat, 8, 4, 0);
+    tl.set_secrets(known.clone());
+    tl.on_headers(1, 200, Some("text/event-stream"));
+    tl.on_bytes(
+        2,
+        format!("data: {{\"error\":{{\"message\":\"key {key} revoked\"}}}}\n\n").as_bytes(),
+    );
+    let rec = tl.finish(3, StreamEnd::Eof);
+    let json = serde_json::to_string(&rec).expect("json");
+    assert!(
+        matches!(rec.outcome, Outcome::StreamError { .. }) && !json.contains(&key),
+        "{json}"
+    );
+    // A key in the endpoint path is never accepted as an endpoint.
+    assert_eq!(
+        pinbench::core::pins::parse_base_url("https://api.example.com/sk-abcdef0123456789/v1"),
+        None
+    );
+    assert_eq!(
+        pinbench::core::pins::parse_base_url("https://h/k/a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6/v1"),
+        None
+    );
+    assert!(pinbench::core::pins::parse_base_url(
+        "https://h/openai/deployments/meta-llama-3-1-8b-instruct-awq/v1"
+    )
+    .is_some());
+}

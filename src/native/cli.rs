@@ -293,8 +293,10 @@ async fn drive(
     mut rx: mpsc::UnboundedReceiver<NetEvent>,
     clock: Clock,
     quiet: bool,
+    secrets: Vec<String>,
 ) -> Result<NativeRun, CliError> {
     let mut session = RunSession::new(cfg, calibration, random_bytes()?, clock.now_us());
+    session.set_secrets(secrets);
     let protocol = net.protocol();
     let tty = std::io::stderr().is_terminal();
     // Event-loop lag of this runtime: how late a 20 ms tick fires.
@@ -445,7 +447,13 @@ pub fn run(args: &[String]) -> Result<(), CliError> {
             clock,
         )
         .await?;
-        drive(cfg.clone(), calibration, net, rx, clock, a.quiet).await
+        let secrets = a
+            .api_key
+            .iter()
+            .cloned()
+            .chain(a.header.iter().map(|(_, v)| v.clone()))
+            .collect();
+        drive(cfg.clone(), calibration, net, rx, clock, a.quiet, secrets).await
     })?;
     let body = ReportBody::build(created, cfg, slo, Vec::new(), run.env, run.records)
         .map_err(|e| CliError::Report(format!("could not build the report: {e}")))?;

@@ -354,15 +354,32 @@ async fn probe(base: &str) -> Result<ProbeResult, String> {
         format!("Could not read {models_url}: {e}. The server is down, or it refuses this page's origin (CORS): vLLM --allowed-origins, TGI --cors-allow-origin, Ollama OLLAMA_ORIGINS; llama.cpp and SGLang allow any origin.")
     })?;
     let read = probe::read_models(&models_url, status, &text).map_err(|e| e.to_string())?;
-    let mut snapshots = vec![ProbeSnapshot::new(&models_url, status, &text)];
+    let mut fetched = vec![(models_url, status)];
     let mut fills = read.fills;
     for f in read.follow_ups {
         let url = format!("{base}{}", f.path);
         if let Ok((st, body)) = fetch::request_text(f.method, &url, f.body.as_deref()).await {
-            snapshots.push(ProbeSnapshot::new(&url, st, &body));
             probe::read_answer(f.kind, &url, st, &body, &mut fills);
+            fetched.push((url, st));
         }
     }
+    // The report keeps what each answer said that became a pin — not whole bodies, which
+    // may hold local paths and other details of the server's machine.
+    let snapshots = fetched
+        .into_iter()
+        .map(|(url, st)| {
+            let said: serde_json::Map<String, serde_json::Value> = fills
+                .iter()
+                .filter_map(|f| match &f.provenance {
+                    Provenance::Probed { url: u, field } if *u == url => {
+                        Some((field.clone(), f.text.clone().into()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            ProbeSnapshot::new(&url, st, &serde_json::Value::Object(said).to_string())
+        })
+        .collect();
     let out = fills
         .into_iter()
         .map(|f| (f.field, f.text, f.provenance))

@@ -383,7 +383,14 @@ impl BrowserHost {
         }
         let timer_resolution_us = web::timer_resolution_us();
         web::fetch::reset_resource_timing();
-        let session = RunSession::new(req.cfg, req.calibration, seed, now_us());
+        let mut session = RunSession::new(req.cfg, req.calibration, seed, now_us());
+        session.set_secrets(
+            req.api_key
+                .iter()
+                .cloned()
+                .chain(req.extra_header.iter().map(|(_, v)| v.clone()))
+                .collect(),
+        );
         let state = Rc::new_cyclic(|weak: &Weak<RefCell<State>>| {
             RefCell::new(State {
                 session: Some(session),

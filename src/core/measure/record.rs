@@ -474,6 +474,8 @@ pub struct RequestTimeline {
     first_token_us: Option<u64>,
     done: bool,
     stream_error: Option<String>,
+    /// Secrets the host knows (API key, header values): never kept in a message.
+    secrets: Vec<String>,
 }
 
 impl RequestTimeline {
@@ -518,7 +520,13 @@ impl RequestTimeline {
             first_token_us: None,
             done: false,
             stream_error: None,
+            secrets: Vec::new(),
         }
+    }
+
+    /// Secrets to keep out of the record's messages (the API key, header values).
+    pub fn set_secrets(&mut self, secrets: Vec<String>) {
+        self.secrets = secrets;
     }
 
     /// Open loop: the arrival was due at `intended_us`, and the cap held it back or not.
@@ -658,6 +666,13 @@ impl RequestTimeline {
                 }
             }
         };
+        // Whatever the server or the network said is cut and redacted before it is kept.
+        match &mut self.rec.outcome {
+            Outcome::Http { message, .. }
+            | Outcome::Network { message }
+            | Outcome::StreamError { message } => *message = redact(message, &self.secrets),
+            _ => {}
+        }
         let (chunks, counts) = account(&self.observed, self.rec.usage.map(|u| u.completion_tokens));
         self.rec.chunks = chunks;
         self.rec.token_counts = counts;
@@ -776,6 +791,59 @@ fn account(obs: &[Observed], usage: Option<u64>) -> (Vec<TokenChunk>, TokenCount
         ));
     }
     (out, TokenCounts::EstimatedCoalesced)
+}
+
+/// Longest server message kept in a record.
+pub const MAX_MESSAGE_CHARS: usize = 300;
+
+/// Whether a word looks like a credential: an `sk-…` key, or a long run of letters and
+/// digits mixed (≥ 24 characters of `[A-Za-z0-9_-]`, both letters and digits).
+pub fn looks_like_secret(word: &str) -> bool {
+    let w = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '-');
+    if w.starts_with("sk-") && w.len() >= 12 {
+        return true;
+    }
+    w.len() >= 24
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && w.chars().any(|c| c.is_ascii_digit())
+        && w.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+/// A server's message made safe to share: every known secret (the API key, header
+/// values) and anything that looks like a credential (`Bearer …`, `sk-…`, long mixed
+/// tokens, `key=…`) replaced by `[redacted]`, and cut to [`MAX_MESSAGE_CHARS`].
+pub fn redact(text: &str, known: &[String]) -> String {
+    let mut t = text.to_owned();
+    for k in known.iter().filter(|k| k.len() >= 6) {
+        t = t.replace(k.as_str(), "[redacted]");
+    }
+    let mut out = String::with_capacity(t.len());
+    let mut after_bearer = false;
+    for (i, word) in t.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let lower = word.to_ascii_lowercase();
+        let keyed = ["key=", "token=", "api_key=", "apikey=", "secret="]
+            .iter()
+            .find_map(|p| lower.find(p).map(|at| at + p.len()));
+        if after_bearer || looks_like_secret(word) {
+            out.push_str("[redacted]");
+        } else if let Some(at) = keyed.filter(|&at| at < word.len()) {
+            out.push_str(&word[..at]);
+            out.push_str("[redacted]");
+        } else {
+            out.push_str(word);
+        }
+        after_bearer = lower.ends_with("bearer") && !word.is_empty();
+    }
+    let cut: String = out.chars().take(MAX_MESSAGE_CHARS).collect();
+    if cut.len() < out.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
 }
 
 /// The message of an OpenAI-style error body (`{"error":{"message":…}}`), else the text.

@@ -110,6 +110,8 @@ pub struct RunSession {
     calibrate_from_usage: bool,
     /// Ask for usage in every chunk: the engine pin names one that streams it (vLLM).
     continuous_usage: bool,
+    /// Secrets the host sends (API key, header values), kept out of every record.
+    secrets: Vec<String>,
     seeds: Rng,
     plan_rng: Rng,
     step: usize,
@@ -143,6 +145,7 @@ impl RunSession {
                 .known()
                 .and_then(|e| Engine::from_pin(e))
                 .is_some_and(Engine::streams_continuous_usage),
+            secrets: Vec::new(),
             cfg,
             url,
             dialect,
@@ -170,6 +173,12 @@ impl RunSession {
     /// The URL every request goes to.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Secrets the host sends with each request (the API key, header values): any server
+    /// message that echoes one is redacted before it is recorded.
+    pub fn set_secrets(&mut self, secrets: Vec<String>) {
+        self.secrets = secrets;
     }
 
     /// The configuration being run.
@@ -313,6 +322,7 @@ impl RunSession {
             now_us,
         );
         timeline.set_arrival(d.intended_us, d.held_by_cap);
+        timeline.set_secrets(self.secrets.clone());
         self.in_flight.insert(
             index,
             InFlight {

@@ -86,7 +86,9 @@ impl Tool {
     }
 }
 
-/// What a probe read from the endpoint (kept verbatim, size-capped).
+/// What a probe read from the endpoint: its URL, status, and (as a JSON object of field
+/// → value) what the answer said that became pins — never the whole body, which may hold
+/// the server's local paths and other details.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProbeSnapshot {
@@ -94,7 +96,7 @@ pub struct ProbeSnapshot {
     pub url: String,
     /// HTTP status.
     pub status: u16,
-    /// Body text (truncated to 64 KiB).
+    /// The fields read, as JSON text (older reports: the body, truncated to 64 KiB).
     pub body: String,
 }
 

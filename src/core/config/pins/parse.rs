@@ -362,10 +362,27 @@ pub fn parse_base_url(t: &str) -> Option<String> {
         return None;
     }
     let mut path = rest[host_end..].trim_end_matches('/').to_owned();
+    // A key in the path would travel into every report and link: refused (keys go in
+    // the API key field).
+    if path.split('/').any(looks_like_key_in_path) {
+        return None;
+    }
     if path.ends_with("/v1") {
         path.truncate(path.len() - 3);
     }
     Some(format!("{scheme}{host}{path}"))
+}
+
+/// Whether a URL path segment looks like a credential: `sk-…`, or 32+ characters of
+/// letters, digits and `_` with at least six of each of letters and digits.
+pub fn looks_like_key_in_path(seg: &str) -> bool {
+    if seg.starts_with("sk-") && seg.len() >= 12 {
+        return true;
+    }
+    seg.len() >= 32
+        && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && seg.chars().filter(char::is_ascii_digit).count() >= 6
+        && seg.chars().filter(char::is_ascii_alphabetic).count() >= 6
 }
 
 pub(super) fn parse_choice<T: Copy>(t: &str, options: &[(&str, T)]) -> Option<T> {
