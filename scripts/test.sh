@@ -77,6 +77,9 @@ node tests/e2e/page_load.mjs dist
 step "end to end: pin gate, probe, runs against the reference server, signed report"
 node tests/e2e/run_flow.mjs dist
 
+step "end to end: a share link cannot send a remembered key to another origin"
+node tests/e2e/link_key.mjs dist
+
 step "end to end: the viewer (signatures, trust, compare, embed, imports, hostile files)"
 FIXTURES="$CARGO_TARGET_DIR/e2e-fixtures"
 mkdir -p "$FIXTURES"

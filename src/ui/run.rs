@@ -37,7 +37,8 @@ const PRESETS: [(&str, &str, &str, &str, &str); 4] = [
 /// The URL fragment that carries shared pins.
 const SHARE_PREFIX: &str = "#pins=";
 
-fn initial_form() -> RawConfig {
+/// The form to start with, and whether its pins came from a link (`#pins=`).
+fn initial_form() -> (RawConfig, bool) {
     let shared = web_sys::window()
         .and_then(|w| w.location().hash().ok())
         .and_then(|h| h.strip_prefix(SHARE_PREFIX).map(str::to_owned))
@@ -45,7 +46,7 @@ fn initial_form() -> RawConfig {
         .and_then(|s| s.as_string())
         .and_then(|text| RawConfig::from_share_json(&text));
     if let Some(r) = shared {
-        return r;
+        return (r, true);
     }
     let mut r = RawConfig::default();
     for (name, text) in [
@@ -57,7 +58,7 @@ fn initial_form() -> RawConfig {
             *f = RawField::declared(text);
         }
     }
-    r
+    (r, false)
 }
 
 fn provenance_label(p: &Provenance) -> String {
@@ -409,7 +410,8 @@ pub fn pins_line(cfg: &RunConfig) -> String {
 /// The Run screen.
 #[component]
 pub fn RunPage() -> impl IntoView {
-    let form = RwSignal::new(initial_form());
+    let (first_form, from_link) = initial_form();
+    let form = RwSignal::new(first_form);
     // A run started by a link (`?autorun=1#pins=…`): only against a loopback endpoint,
     // never with a remembered API key; `&collect=URL` (loopback) receives the report.
     let autorun = crate::web::files::query_param("autorun").as_deref() == Some("1");
@@ -418,15 +420,47 @@ pub fn RunPage() -> impl IntoView {
     );
     // The API key lives in memory unless the user ticks "remember" (and a link-started
     // run never sees a remembered one).
+    // A key is tied to the endpoint origin it was entered for: a remembered one is used
+    // only for that origin, and changing the endpoint (by hand or by a link) clears it.
+    let endpoint_origin = move || form.with(|f| pins::origin_of(&f.endpoint_url.text));
     let stored_key = (!autorun).then(store::remembered_api_key).flatten();
     let remember = RwSignal::new(stored_key.is_some());
-    let api_key = RwSignal::new(stored_key.unwrap_or_default());
+    let key_note = RwSignal::new(String::new());
+    let (first_key, first_origin) = match stored_key {
+        Some((o, k)) if Some(&o) == endpoint_origin().as_ref() => (k, Some(o)),
+        Some((o, _)) => {
+            key_note.set(format!(
+                "A key is remembered for {o}; it is not sent to this endpoint. Type a key for it."
+            ));
+            (String::new(), None)
+        }
+        None => (String::new(), None),
+    };
+    let api_key = RwSignal::new(first_key);
+    let key_origin = RwSignal::new(first_origin);
     Effect::new(move |_| {
-        let (keep, key) = (remember.get(), api_key.get());
+        let now = endpoint_origin();
+        let tied = key_origin.get_untracked();
+        if tied.is_some() && tied != now && !api_key.get_untracked().is_empty() {
+            api_key.set(String::new());
+            key_origin.set(None);
+            key_note.set(format!(
+                "The API key was entered for {}; it is not sent to {}. Type it again to use it there.",
+                tied.unwrap_or_default(),
+                now.unwrap_or_else(|| "this endpoint".into())
+            ));
+        }
+    });
+    Effect::new(move |_| {
+        let (keep, key, origin) = (remember.get(), api_key.get(), key_origin.get());
         if autorun {
             return;
         }
-        store::remember_api_key(keep.then_some(key.as_str()));
+        match (keep, origin) {
+            (true, Some(o)) if !key.is_empty() => store::remember_api_key(Some((&o, &key))),
+            (true, _) => {}
+            (false, _) => store::remember_api_key(None),
+        }
     });
     let probe_msg = RwSignal::new(String::new());
     let running = RwSignal::new(false);
@@ -548,7 +582,12 @@ pub fn RunPage() -> impl IntoView {
         unsigned.set(None);
         run_error.set(String::new());
         progress.set(Progress::default());
-        let key = api_key.get_untracked();
+        // Only a key entered for this very endpoint is sent.
+        let key = if key_origin.get_untracked() == pins::origin_of(&cfg.endpoint.base_url) {
+            api_key.get_untracked()
+        } else {
+            String::new()
+        };
         spawn_local(async move {
             let calibration = match cfg.prompt_exactness.value {
                 pins::PromptExactness::ServerTokenizer => match runner::calibrate(&cfg).await {
@@ -742,6 +781,14 @@ pub fn RunPage() -> impl IntoView {
                     </div>
                 }
             })}
+            {from_link.then(|| view! {
+                <p class="report__warn" data-testid="link-pins" role="note">
+                    {move || format!(
+                        "These pins came from a link: check them before Start. Requests will go to {}.",
+                        endpoint_origin().unwrap_or_else(|| "an endpoint that is not set".into())
+                    )}
+                </p>
+            })}
             <div class="run__presets" role="group" aria-label="Workload presets">
                 {PRESETS
                     .iter()
@@ -754,7 +801,12 @@ pub fn RunPage() -> impl IntoView {
                 {fields}
                 <div class="pin">
                     <label for="api-key">"API key (memory only)"</label>
-                    <input id="api-key" type="password" data-testid="api-key" autocomplete="off" prop:value=move || api_key.get() on:input=move |ev| api_key.set(event_target_value(&ev)) />
+                    <input id="api-key" type="password" data-testid="api-key" autocomplete="off" prop:value=move || api_key.get() on:input=move |ev| {
+                        api_key.set(event_target_value(&ev));
+                        key_origin.set(endpoint_origin());
+                        key_note.set(String::new());
+                    } />
+                    <p class="pin__note" data-testid="api-key-note" role="status">{move || key_note.get()}</p>
                     <label>
                         <input type="checkbox" data-testid="remember-key" prop:checked=move || remember.get() on:change=move |ev| remember.set(event_target_checked(&ev)) />
                         " remember in this browser"

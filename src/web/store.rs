@@ -44,15 +44,26 @@ pub fn keep_signing_key(k: &KeyPair) -> Result<(), String> {
 }
 
 /// The API key remembered in this browser, if the user asked for that.
-pub fn remembered_api_key() -> Option<String> {
-    web::storage().and_then(|s| s.get_item(API_KEY_STORAGE).ok().flatten())
+pub fn remembered_api_key() -> Option<(String, String)> {
+    // Stored with the endpoint origin it was entered for; a key stored without one (an
+    // older version) is not used.
+    let text = web::storage().and_then(|s| s.get_item(API_KEY_STORAGE).ok().flatten())?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some((
+        v["origin"].as_str()?.to_owned(),
+        v["key"].as_str()?.to_owned(),
+    ))
 }
 
-/// Remembers `key` (`Some`) or forgets any remembered key (`None`).
-pub fn remember_api_key(key: Option<&str>) {
+/// Remembers `key` for the endpoint `origin` (`Some`) or forgets any remembered key
+/// (`None`).
+pub fn remember_api_key(entry: Option<(&str, &str)>) {
     if let Some(s) = web::storage() {
-        let _ = match key {
-            Some(k) => s.set_item(API_KEY_STORAGE, k),
+        let _ = match entry {
+            Some((origin, key)) => s.set_item(
+                API_KEY_STORAGE,
+                &serde_json::json!({"origin": origin, "key": key}).to_string(),
+            ),
             None => s.remove_item(API_KEY_STORAGE),
         };
     }

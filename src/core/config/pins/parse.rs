@@ -373,6 +373,15 @@ pub fn parse_base_url(t: &str) -> Option<String> {
     Some(format!("{scheme}{host}{path}"))
 }
 
+/// The origin (`scheme://host[:port]`, lower-case) of an endpoint URL: what an API key is
+/// tied to, so that a link naming another endpoint never receives it.
+pub fn origin_of(url: &str) -> Option<String> {
+    let base = parse_base_url(url)?;
+    let (scheme, rest) = base.split_once("://")?;
+    let host = rest.split('/').next()?;
+    Some(format!("{scheme}://{}", host.to_ascii_lowercase()))
+}
+
 /// Whether a URL path segment looks like a credential: `sk-…`, or 32+ characters of
 /// letters, digits and `_` with at least six of each of letters and digits.
 pub fn looks_like_key_in_path(seg: &str) -> bool {

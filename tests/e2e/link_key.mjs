@@ -1,0 +1,75 @@
+// A share link cannot steal the API key: a key remembered for one endpoint is not sent to
+// the endpoint a `#pins=` link names (another origin) — the page says so, shows where
+// requests will go, and sends a key there only once the user types one for it.
+// Usage: node tests/e2e/link_key.mjs dist
+import http from "node:http";
+import { serveDist, launch, watchErrors, checker } from "./lib.mjs";
+
+// The link's endpoint: a minimal OpenAI-style stream server that records every
+// Authorization header it is sent.
+const seen = [];
+const sse = 'data: {"choices":[{"index":0,"text":" a","finish_reason":null}]}\n\n'
+  + 'data: {"choices":[{"index":0,"text":" b","finish_reason":"length"}]}\n\n'
+  + 'data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}\n\ndata: [DONE]\n\n';
+const cors = { "access-control-allow-origin": "*", "access-control-allow-headers": "authorization, content-type", "access-control-allow-methods": "GET, POST, OPTIONS" };
+const other = http.createServer((req, res) => {
+  if (req.method === "OPTIONS") { res.writeHead(204, cors); return res.end(); }
+  seen.push(req.headers.authorization ?? "");
+  req.resume();
+  req.on("end", () => {
+    if (req.method === "POST") { res.writeHead(200, { ...cors, "content-type": "text/event-stream" }); res.end(sse); }
+    else { res.writeHead(404, { ...cors, "content-type": "application/json" }); res.end('{"error":{"message":"no"}}'); }
+  });
+});
+await new Promise((r) => other.listen(0, "127.0.0.1", r));
+const otherUrl = `http://127.0.0.1:${other.address().port}`;
+
+const { server: web, url } = await serveDist(process.argv[2] ?? "dist");
+const browser = await launch();
+const { check, failures, finish } = checker();
+const secret = "sk-remembered-0123456789abcdef";
+try {
+  const ctx = await browser.newContext();
+  const page = await ctx.newPage();
+  const errors = watchErrors(page);
+  // 1. The key is typed for the default endpoint and remembered.
+  await page.goto(url);
+  await page.getByTestId("pin-endpoint_url").fill("http://127.0.0.1:9");
+  await page.getByTestId("api-key").fill(secret);
+  await page.getByTestId("remember-key").check();
+  // 2. A link names another endpoint, with every pin set.
+  const pins = {
+    endpoint_url: otherUrl, dialect: "completions", model_id: "m", model_params: "1B", model_quant: "bf16",
+    model_engine: "e", prompt_tokens: "8", prompt_exactness: "approximate", output_tokens: "2",
+    output_enforcement: "ignore_eos", load_mode: "closed", concurrency: "1", stall_timeout_s: "10",
+    max_model_len: "2048", kv_capacity: "8192", max_num_seqs: "4", phases: "colocated", scheduling: "continuous",
+    warmup: "0", measured: "1", cooldown: "0", nonce_prefix: "on", temperature: "0", sampling_extra: "{}",
+  };
+  await page.goto(`${url}#pins=${encodeURIComponent(JSON.stringify(pins))}`);
+  await page.reload();
+  const banner = await page.getByTestId("link-pins").textContent();
+  check(banner.includes("came from a link") && banner.includes(otherUrl), `the page says the pins came from a link and where requests go ("${banner}")`);
+  check(await page.getByTestId("api-key").inputValue() === "", "the remembered key is not filled in for the link's endpoint");
+  check((await page.getByTestId("api-key-note").textContent()).includes("not sent"), "the page says the remembered key is not sent there");
+  await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
+  await page.getByTestId("start").click();
+  await page.getByTestId("download-report").waitFor({ timeout: 60000 });
+  check(seen.length > 0 && seen.every((a) => !a.includes(secret)), `the link's endpoint got ${seen.length} requests and never the remembered key (${JSON.stringify(seen)})`);
+  // 3. Typing a key for this endpoint is the explicit confirmation: now it is sent.
+  seen.length = 0;
+  await page.getByTestId("api-key").fill("sk-typed-for-this-endpoint-42");
+  await page.getByTestId("start").click();
+  await page.waitForFunction(() => document.querySelector('[data-testid="start"]') && !document.querySelector('[data-testid="start"]').disabled, null, { timeout: 60000 });
+  await page.getByTestId("download-report").waitFor({ timeout: 60000 });
+  check(seen.some((a) => a === "Bearer sk-typed-for-this-endpoint-42"), `a key typed for the endpoint is sent (${JSON.stringify(seen)})`);
+  check(errors.length === 0, `no console errors (${errors.join("; ")})`);
+  await ctx.close();
+} catch (e) {
+  failures.push(String(e.stack ?? e));
+  console.error(e);
+} finally {
+  await browser.close();
+  web.close();
+  other.close();
+}
+finish("link key flow");
