@@ -161,3 +161,32 @@ fn one_changed_value_in_the_fixture_fails_verification() {
         opened.verification
     );
 }
+
+/// A report signed by the code of 2026-12-01 and never regenerated: every later version
+/// must open it as validly signed, with its card signed, bound and equal to the card
+/// derived from its body. (`report_card_v1.json`, from before cards were typed data,
+/// keeps its first-format card: signed and bound, its text not recomputed.)
+#[test]
+fn frozen_reports_stay_valid_with_their_cards() {
+    use pinbench::core::card::{self, CardCheck};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for (file, want) in [
+        ("report_frozen_2026-12-01.json", CardCheck::Matches),
+        ("report_card_v1.json", CardCheck::Legacy),
+    ] {
+        let text = std::fs::read_to_string(dir.join(file)).expect("fixture");
+        let opened = report::open(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(
+            matches!(opened.verification, Verification::Valid { .. }),
+            "{file}: {:?}",
+            opened.verification
+        );
+        assert_eq!(card::check(&opened.report), want, "{file}");
+        let c = opened.report.card.expect("card");
+        assert!(matches!(c.verify(), Verification::Valid { .. }), "{file}");
+        assert!(
+            !c.body.pins().is_empty() && !c.body.headline().is_empty(),
+            "{file}"
+        );
+    }
+}

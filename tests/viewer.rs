@@ -268,7 +268,14 @@ fn card_link_round_trips_and_detects_tampering() {
     assert_eq!(back, c);
     assert!(matches!(back.verify(), report::Verification::Valid { .. }));
     let mut bad = back.clone();
-    bad.body.headline[0].value = "999999".into();
+    match &mut bad.body {
+        card::CardBody::Typed(b) => {
+            if let Some(d) = b.step.ttft_us.as_mut() {
+                d.p50 = 1;
+            }
+        }
+        card::CardBody::Legacy(b) => b.headline[0].value = "999999".into(),
+    }
     assert!(matches!(bad.verify(), report::Verification::Invalid { .. }));
     assert_eq!(card::status_text(&bad.verify(), None), "invalid: modified");
     for junk in ["#card=%%%", "#card=AAAA", "#nothing"] {

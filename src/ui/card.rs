@@ -87,22 +87,25 @@ pub fn CardPage() -> impl IntoView {
                 Some(Err(e)) => view! { <p class="card__error" role="alert" data-testid="card-error">{e}</p> }.into_any(),
                 Some(Ok(s)) => {
                     let b = s.card.body.clone();
+                    let (notes, records) = b.notes();
                     view! {
                         <header class="card__head">
-                            <strong data-testid="card-model">{b.model.clone()}</strong>
+                            <strong data-testid="card-model">{b.model()}</strong>
                             <span class=format!("card__sig card__sig--{}", s.state) data-testid="card-sig" data-state=s.state>{s.status.clone()}</span>
                         </header>
                         <div class="card__body">
                             <dl class="card__pins" data-testid="card-pins">
-                                {b.pins.into_iter().map(|p| view! { <div><dt>{p.label}</dt><dd>{p.value}</dd></div> }).collect_view()}
+                                {b.pins().into_iter().map(|p| view! { <div><dt>{p.label}</dt><dd>{p.value}</dd></div> }).collect_view()}
                             </dl>
                             <dl class="card__headline" data-testid="card-headline">
-                                {b.headline.into_iter().map(|h| view! { <div><dt>{h.label}</dt><dd><strong>{h.value}</strong>" "<small>{format!("({})", h.window)}</small></dd></div> }).collect_view()}
+                                {b.headline().into_iter().map(|h| view! { <div><dt>{h.label}</dt><dd><strong>{h.value}</strong>" "<small>{format!("({})", h.window)}</small></dd></div> }).collect_view()}
                             </dl>
                         </div>
                         <footer class="card__foot">
-                            {b.client_invalid.then(|| view! { <span class="card__invalid">"INVALID: the client limited this run · "</span> })}
-                            {(b.steps > 1).then(|| format!("step 1 of {} · ", b.steps))}
+                            {b.client_invalid().then(|| view! { <span class="card__invalid">"INVALID: the client limited this run · "</span> })}
+                            {(b.steps() > 1).then(|| format!("step 1 of {} · ", b.steps()))}
+                            {records.map(|n| format!("{n} requests · "))}
+                            {(!notes.is_empty()).then(|| view! { <span data-testid="card-notes">{notes.join(" · ")}" · "</span> })}
                             <span>{s.note.clone()}</span>
                             " "
                             <a data-testid="card-full-link" href=s.full_link.clone() target="_blank" rel="noopener">"full view"</a>

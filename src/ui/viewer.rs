@@ -482,6 +482,7 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
         CardCheck::Absent => {
             "This report carries no signed card; the link-only card form is unavailable.".to_owned()
         }
+        CardCheck::Legacy => "Embeddable card (first format, display text): signed by this report's key and bound to it; its text is shown as signed, not recomputed.".to_owned(),
         CardCheck::Mismatch(m) => format!("Embeddable card does not match: {m}"),
     };
     // Embed: the hosted form when the report has a URL, else the link-only form.

@@ -7,12 +7,17 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::core::chart::escape;
+use crate::core::metrics::{Dist, Windows};
+use crate::core::pins::{LoadStep, RunConfig};
 use crate::core::report::{self, Report, ReportError, SignatureBlock, Verification, ALG};
 use crate::core::sign::{self, KeyPair};
 use crate::core::view;
 
-/// Card schema id.
-pub const CARD_SCHEMA: &str = "pinbench.card/v1";
+/// Card schema id (typed data).
+pub const CARD_SCHEMA: &str = "pinbench.card/v2";
+
+/// The first card schema (display text), still read.
+pub const CARD_SCHEMA_V1: &str = "pinbench.card/v1";
 
 /// Largest card accepted from a link (decoded JSON bytes).
 pub const MAX_CARD_BYTES: usize = 32 << 10;
@@ -33,29 +38,212 @@ pub struct Item {
     pub window: String,
 }
 
-/// What the card shows (signed).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What the card shows (signed): typed data from the report — the pins and the first
+/// step's figures — from which the display is derived. A change in how a label is
+/// written never changes a signed card.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CardBody {
+pub struct TypedBody {
     /// base64url SHA-256 of the JCS bytes of the report body without its records
     /// ([`report_digest`]).
     pub report_digest: String,
     /// When the run started.
     pub created: String,
-    /// Model id.
-    pub model: String,
-    /// The pins, compactly.
-    pub pins: Vec<Item>,
-    /// Headline numbers of the first load step (each with its window).
-    pub headline: Vec<Item>,
+    /// The pins, as the report holds them.
+    pub config: RunConfig,
+    /// The first load step's figures.
+    pub step: CardStep,
     /// The client verdict said the client limited the run.
     pub client_invalid: bool,
     /// Load steps in the report (the card shows the first).
     pub steps: u32,
+    /// Request records in the report.
+    pub records: u32,
+    /// The report's notes (e.g. an interrupted run).
+    pub notes: Vec<String>,
+}
+
+/// The figures of one load step that a card shows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CardStep {
+    /// The step's load.
+    pub load: LoadStep,
+    /// Measured requests.
+    pub measured: u32,
+    /// Aggregate windows.
+    pub windows: Windows,
+    /// Per-stream decode speed, milli-tok/s.
+    pub decode_speed_milli: Option<Dist>,
+    /// TTFT, µs.
+    pub ttft_us: Option<Dist>,
+    /// TPOT, µs.
+    pub tpot_us: Option<Dist>,
+}
+
+/// The first card format (`pinbench.card/v1`): display text, signed as written. Still
+/// verified (signature, key, report binding); its text is not recomputed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LegacyBody {
+    /// See [`TypedBody::report_digest`].
+    pub report_digest: String,
+    /// When the run started.
+    pub created: String,
+    /// Model id.
+    pub model: String,
+    /// The pins, as text.
+    pub pins: Vec<Item>,
+    /// Headline numbers, as text.
+    pub headline: Vec<Item>,
+    /// The client limited the run.
+    pub client_invalid: bool,
+    /// Load steps.
+    pub steps: u32,
+}
+
+/// A card's signed content, typed (v2) or legacy text (v1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CardBody {
+    /// `pinbench.card/v2`.
+    Typed(Box<TypedBody>),
+    /// `pinbench.card/v1`.
+    Legacy(LegacyBody),
+}
+
+impl CardBody {
+    /// The digest binding the card to its report.
+    pub fn report_digest(&self) -> &str {
+        match self {
+            CardBody::Typed(b) => &b.report_digest,
+            CardBody::Legacy(b) => &b.report_digest,
+        }
+    }
+
+    /// The model id.
+    pub fn model(&self) -> String {
+        match self {
+            CardBody::Typed(b) => b.config.model.id.value.clone(),
+            CardBody::Legacy(b) => b.model.clone(),
+        }
+    }
+
+    /// The pins as display items (derived for a typed card).
+    pub fn pins(&self) -> Vec<Item> {
+        match self {
+            CardBody::Typed(b) => pin_items(&b.config),
+            CardBody::Legacy(b) => b.pins.clone(),
+        }
+    }
+
+    /// The headline numbers as display items (derived for a typed card).
+    pub fn headline(&self) -> Vec<Item> {
+        match self {
+            CardBody::Typed(b) => headline_items(&b.step),
+            CardBody::Legacy(b) => b.headline.clone(),
+        }
+    }
+
+    /// Whether the client limited the run.
+    pub fn client_invalid(&self) -> bool {
+        match self {
+            CardBody::Typed(b) => b.client_invalid,
+            CardBody::Legacy(b) => b.client_invalid,
+        }
+    }
+
+    /// Load steps in the report.
+    pub fn steps(&self) -> u32 {
+        match self {
+            CardBody::Typed(b) => b.steps,
+            CardBody::Legacy(b) => b.steps,
+        }
+    }
+
+    /// The report's notes and record count (typed cards only).
+    pub fn notes(&self) -> (Vec<String>, Option<u32>) {
+        match self {
+            CardBody::Typed(b) => (b.notes.clone(), Some(b.records)),
+            CardBody::Legacy(_) => (Vec::new(), None),
+        }
+    }
+}
+
+fn pin_items(c: &RunConfig) -> Vec<Item> {
+    let rows = view::pin_rows(c);
+    let get = |k: &str| {
+        rows.iter()
+            .find(|p| p.key == k)
+            .map(|p| p.value.clone())
+            .unwrap_or_default()
+    };
+    vec![
+        item(
+            "model",
+            format!(
+                "{} · {} params · {}",
+                c.model.id.value, c.model.params.value, c.model.quantization.value
+            ),
+        ),
+        item("engine", get("model.engine")),
+        item(
+            "lengths",
+            format!("{} → {} tokens", get("prompt_len"), get("output_len")),
+        ),
+        item("load", get("load")),
+        item(
+            "KV",
+            format!(
+                "{} · max len {} · max seqs {}",
+                get("kv.capacity"),
+                get("kv.max_model_len"),
+                get("kv.max_num_seqs")
+            ),
+        ),
+        item(
+            "server",
+            format!("{} batching · {} phases", get("scheduling"), get("phases")),
+        ),
+        item("window", get("window")),
+        item(
+            "cache, sampling",
+            format!("{} · {}", get("cache"), get("sampling")),
+        ),
+    ]
+}
+
+fn headline_items(s: &CardStep) -> Vec<Item> {
+    let measured_w = format!("measured window, {} requests", s.measured);
+    let mut out = Vec::new();
+    if let Some((w, name)) = s.windows.headline() {
+        out.push(Item {
+            label: "aggregate output tok/s (all streams)".into(),
+            value: view::fmt_rate(w.aggregate_output_milli),
+            window: format!("{name}, {:.2} s", (w.end_us - w.start_us) as f64 / 1e6),
+        });
+    }
+    if let Some(d) = s.decode_speed_milli {
+        out.push(Item {
+            label: "per-stream decode tok/s (p50)".into(),
+            value: view::fmt_rate(d.p50),
+            window: measured_w.clone(),
+        });
+    }
+    for (label, d) in [("TTFT p50 / p99", s.ttft_us), ("TPOT p50 / p99", s.tpot_us)] {
+        if let Some(d) = d {
+            out.push(Item {
+                label: label.into(),
+                value: format!("{} / {}", view::fmt_ms(d.p50), view::fmt_ms(d.p99)),
+                window: measured_w.clone(),
+            });
+        }
+    }
+    out
 }
 
 /// A card document.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Card {
     /// [`CARD_SCHEMA`].
@@ -120,80 +308,38 @@ impl Card {
 
     /// The card of a report whose [`report_digest`] is already known.
     pub fn with_digest(r: &Report, report_digest: String) -> Card {
-        let c = &r.body.config;
-        let rows = view::pin_rows(c);
-        let get = |k: &str| {
-            rows.iter()
-                .find(|p| p.key == k)
-                .map(|p| p.value.clone())
-                .unwrap_or_default()
-        };
-        let pins = vec![
-            item(
-                "model",
-                format!(
-                    "{} · {} params · {}",
-                    c.model.id.value, c.model.params.value, c.model.quantization.value
-                ),
-            ),
-            item("engine", get("model.engine")),
-            item(
-                "lengths",
-                format!("{} → {} tokens", get("prompt_len"), get("output_len")),
-            ),
-            item("load", get("load")),
-            item(
-                "KV",
-                format!(
-                    "{} · max len {} · max seqs {}",
-                    get("kv.capacity"),
-                    get("kv.max_model_len"),
-                    get("kv.max_num_seqs")
-                ),
-            ),
-            item(
-                "server",
-                format!("{} batching · {} phases", get("scheduling"), get("phases")),
-            ),
-            item("window", get("window")),
-            item(
-                "cache, sampling",
-                format!("{} · {}", get("cache"), get("sampling")),
-            ),
-        ];
-        let headline = r
-            .body
-            .summary
-            .steps
-            .first()
-            .map(|s| {
-                view::headline(s)
-                    .into_iter()
-                    .filter(|f| {
-                        matches!(
-                            f.key,
-                            "aggregate_steady" | "per_stream_decode" | "ttft" | "tpot"
-                        )
-                    })
-                    .map(|f| Item {
-                        label: f.label.into(),
-                        value: f.value,
-                        window: f.window,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let b = &r.body;
+        let step = b.summary.steps.first();
         Card {
             schema: CARD_SCHEMA.into(),
-            body: CardBody {
+            body: CardBody::Typed(Box::new(TypedBody {
                 report_digest,
-                created: r.body.created.clone(),
-                model: c.model.id.value.clone(),
-                pins,
-                headline,
-                client_invalid: r.body.client.invalid,
-                steps: r.body.summary.steps.len() as u32,
-            },
+                created: b.created.clone(),
+                config: b.config.clone(),
+                step: CardStep {
+                    load: step.map_or_else(
+                        || {
+                            b.config
+                                .load
+                                .value
+                                .steps
+                                .first()
+                                .copied()
+                                .unwrap_or(LoadStep::Closed { concurrency: 1 })
+                        },
+                        |s| s.load,
+                    ),
+                    measured: step.map_or(0, |s| s.requests.measured),
+                    windows: step.map(|s| s.windows).unwrap_or_default(),
+                    decode_speed_milli: step.and_then(|s| s.decode_speed_milli),
+                    ttft_us: step.and_then(|s| s.ttft_us),
+                    tpot_us: step.and_then(|s| s.tpot_us),
+                },
+                client_invalid: b.client.invalid,
+                steps: b.summary.steps.len() as u32,
+                records: b.records.len() as u32,
+                notes: b.notes.clone(),
+            })),
             signature: None,
         }
     }
@@ -262,7 +408,7 @@ impl Card {
         // The same parser as reports: duplicate keys are refused.
         let v = report::parse_json(text).map_err(|e| CardError::Damaged(e.to_string()))?;
         let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
-        if schema != CARD_SCHEMA {
+        if schema != CARD_SCHEMA && schema != CARD_SCHEMA_V1 {
             return Err(CardError::WrongSchema(schema.into()));
         }
         serde_json::from_value(v).map_err(|e| CardError::Damaged(e.to_string()))
@@ -277,6 +423,9 @@ pub enum CardCheck {
     /// Signed by the report's key, bound to this body, and equal to the card recomputed
     /// from it.
     Matches,
+    /// A first-format card (display text): signed by the report's key and bound to this
+    /// body, but its text is not recomputed.
+    Legacy,
     /// Something does not hold.
     Mismatch(String),
 }
@@ -300,8 +449,11 @@ pub fn check(r: &Report) -> CardCheck {
         Ok(d) => d,
         Err(e) => return CardCheck::Mismatch(e.to_string()),
     };
-    if card.body.report_digest != digest {
+    if card.body.report_digest() != digest {
         return CardCheck::Mismatch("the card belongs to a different report".into());
+    }
+    if matches!(card.body, CardBody::Legacy(_)) {
+        return CardCheck::Legacy;
     }
     if Card::with_digest(r, digest).body != card.body {
         return CardCheck::Mismatch("the card's figures differ from the report's".into());
@@ -344,11 +496,11 @@ pub fn card_svg(card: &Card, status: &str, theme: Theme, link: &str) -> String {
     };
     let mut s = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="600" height="200" viewBox="0 0 600 200" role="img" aria-label="pinbench card: {m}"><rect width="600" height="200" rx="8" fill="{bg}" stroke="{muted}"/><text x="14" y="24" font-family="system-ui,sans-serif" font-size="15" font-weight="700" fill="{fg}">{m}</text><text x="586" y="24" font-family="system-ui,sans-serif" font-size="11" text-anchor="end" fill="{accent}">{st}</text>"#,
-        m = escape(&card.body.model),
+        m = escape(&card.body.model()),
         st = escape(status),
     );
     let mut y = 44.0;
-    for p in card.body.pins.iter().take(8) {
+    for p in card.body.pins().iter().take(8) {
         let v: String = p.value.chars().take(48).collect();
         s.push_str(&format!(
             r#"<text x="14" y="{y}" font-family="system-ui,sans-serif" font-size="10" fill="{muted}">{}: <tspan fill="{fg}">{}</tspan></text>"#,
@@ -358,7 +510,7 @@ pub fn card_svg(card: &Card, status: &str, theme: Theme, link: &str) -> String {
         y += 16.0;
     }
     let mut y = 50.0;
-    for h in card.body.headline.iter().take(4) {
+    for h in card.body.headline().iter().take(4) {
         s.push_str(&format!(
             r#"<text x="330" y="{y}" font-family="system-ui,sans-serif" font-size="10" fill="{muted}">{}</text><text x="330" y="{}" font-family="system-ui,sans-serif" font-size="14" font-weight="600" fill="{fg}">{} <tspan font-size="9" fill="{muted}">({})</tspan></text>"#,
             escape(&h.label),
@@ -368,7 +520,7 @@ pub fn card_svg(card: &Card, status: &str, theme: Theme, link: &str) -> String {
         ));
         y += 36.0;
     }
-    if card.body.client_invalid {
+    if card.body.client_invalid() {
         s.push_str(
             r##"<text x="14" y="188" font-family="system-ui,sans-serif" font-size="10" fill="#dc2626">INVALID: the client limited this run</text>"##,
         );

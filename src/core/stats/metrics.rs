@@ -294,7 +294,7 @@ pub struct WindowFigures {
 }
 
 /// The step's windows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Windows {
     /// First measured dispatch → last measured end.
