@@ -329,3 +329,33 @@ fn echoed_secrets_are_redacted_and_keys_in_urls_refused() {
     )
     .is_some());
 }
+
+/// Compare shows each file's signature and recompute state; a modified file is never
+/// compared as an equal, even with identical pins.
+#[test]
+fn a_modified_file_is_never_compared_as_an_equal() {
+    use pinbench::core::compare::{compare, Subject, Verdict};
+    use pinbench::core::viewer::integrity;
+    let text = fixture();
+    let subject = |name: &str, t: &str| match open(name, t, &TrustedKeys::default()) {
+        Ok(Opened::Report(r)) => {
+            Subject::from_report(name, &r.report).with_integrity(integrity(&r))
+        }
+        other => panic!("{other:?}"),
+    };
+    let a = subject("a.json", &text);
+    let b = subject("b.json", &text);
+    assert_eq!(compare(&[a.clone(), b]).verdict, Verdict::Comparable);
+    let tampered = text.replacen("\"t_send_us\":700", "\"t_send_us\":701", 1);
+    let c = subject("c.json", &tampered);
+    let cmp = compare(&[a, c]);
+    assert!(
+        cmp.verdict
+            .sentence()
+            .contains("cannot be believed: c.json (modified after signing)"),
+        "{}",
+        cmp.verdict.sentence()
+    );
+    assert_eq!(cmp.pins[0].key, "integrity");
+    assert!(cmp.pins[0].cells[0].starts_with("signature valid"));
+}

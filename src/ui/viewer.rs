@@ -37,7 +37,9 @@ impl Entry {
     /// As a comparison subject.
     pub fn subject(&self) -> Subject {
         match &*self.opened {
-            Opened::Report(r) => Subject::from_report(&self.title, &r.report),
+            Opened::Report(r) => {
+                Subject::from_report(&self.title, &r.report).with_integrity(viewer::integrity(r))
+            }
             Opened::Imported(i) => i.subject.clone(),
         }
     }

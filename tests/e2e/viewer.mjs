@@ -4,12 +4,29 @@
 // FIXTURE_DIR holds the synthetic signed reports written by `pinbench-fixtures`.
 import http from "node:http";
 import fs from "node:fs";
+import zlib from "node:zlib";
 import os from "node:os";
 import path from "node:path";
 import { serveDist, launch, watchErrors, checker } from "./lib.mjs";
 
 const [root = "dist", dir = "target/e2e-fixtures"] = process.argv.slice(2);
 const imports = "tests/fixtures/imports";
+
+/** A report whose every record's chunk data (the first, DEFLATE form) inflates to 64 MiB. */
+function chunkBomb(reportText) {
+  const z = zlib.deflateRawSync(Buffer.alloc(64 << 20), { level: 9 }).toString("base64");
+  const doc = JSON.parse(reportText);
+  for (const r of doc.body.records) r.chunks = z;
+  return JSON.stringify(doc);
+}
+
+/** A 56-character HdrHistogram V2 whose header claims a 2 GiB payload. */
+function histogramBomb() {
+  const b = Buffer.alloc(40);
+  b.writeUInt32BE(0x1c849313, 0); b.writeUInt32BE(0x80000000, 4); b.writeUInt32BE(0, 8); b.writeUInt32BE(3, 12);
+  b.writeBigUInt64BE(1n, 16); b.writeBigUInt64BE(2048n, 24); b.writeDoubleBE(1.0, 32);
+  return b.toString("base64");
+}
 const fx = (name) => path.join(dir, name);
 const { check, finish } = checker();
 
@@ -168,11 +185,21 @@ try {
     ["malformed.json", '{"schema": "pinbench.report/v1", "body": ', "not valid JSON"],
     ["wrong-version.json", text.replace("pinbench.report/v1", "pinbench.report/v7"), 'unsupported report schema "pinbench.report/v7"'],
     ["nested.json", "[".repeat(100000) + "]".repeat(100000), "nested too deeply"],
+    ["duplicate-keys.json", text.replace('"created":', '"created":"1999-01-01T00:00:00.000Z","created":'), 'duplicate key "created"'],
+    ["chunk-bomb.json", chunkBomb(text), "when decoded"],
   ];
   for (const [name, body, want] of hostile) {
     await open(write(name, body));
     const msg = await openError();
-    check(msg.includes(want), `${name}: "${msg.slice(0, 100)}"`);
+    check(msg.includes(want) || (name === "chunk-bomb.json" && msg.includes("token chunks in all")), `${name}: "${msg.slice(0, 140)}"`);
+  }
+  {
+    const doc = JSON.parse(text);
+    doc.body.summary.steps[0].histograms.ttft_us = histogramBomb();
+    await open(write("histogram-bomb.json", JSON.stringify(doc)));
+    await page.getByTestId("recompute-state").waitFor({ timeout: 10000 });
+    const rc = await page.getByTestId("recompute-state").textContent();
+    check(/do not match|Could not recompute/.test(rc), `histogram bomb: the file opens, its recompute says what is wrong ("${rc.slice(0, 100)}")`);
   }
   const huge = path.join(tmp, "huge.json");
   fs.writeFileSync(huge, "");

@@ -75,6 +75,28 @@ pub struct Subject {
     pub output_mean: Option<f64>,
     /// Headline numbers.
     pub numbers: Vec<Number>,
+    /// Whether the file can be believed: its signature and recompute state.
+    pub integrity: Integrity,
+}
+
+/// Whether a subject's file can be believed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Integrity {
+    /// Nothing found against it (e.g. "signature valid · figures recompute", or another
+    /// tool's unsigned file).
+    Sound(String),
+    /// Modified after signing, or figures its records do not support: never compared as
+    /// an equal.
+    Suspect(String),
+}
+
+impl Integrity {
+    /// The text shown.
+    pub fn text(&self) -> &str {
+        match self {
+            Integrity::Sound(t) | Integrity::Suspect(t) => t,
+        }
+    }
 }
 
 impl Subject {
@@ -160,7 +182,15 @@ impl Subject {
             prompt_mean: if pt > 0 { mean(pt) } else { None },
             output_mean: mean(ot),
             numbers,
+            integrity: Integrity::Sound("not checked".into()),
         }
+    }
+
+    /// The same subject with its file's integrity (the viewer knows the signature and
+    /// recompute state).
+    pub fn with_integrity(mut self, integrity: Integrity) -> Self {
+        self.integrity = integrity;
+        self
     }
 
     /// The row of a key.
@@ -222,6 +252,8 @@ pub enum Verdict {
         differs: Vec<String>,
         /// Pins unpinned or undisclosed in some subject.
         open: Vec<String>,
+        /// Files that cannot be believed (title: why).
+        suspect: Vec<String>,
     },
 }
 
@@ -233,8 +265,15 @@ impl Verdict {
                 "comparable: every pin matches (measured mean lengths within {}%)",
                 LENGTH_TOLERANCE * 100.0
             ),
-            Verdict::NotComparable { differs, open } => {
+            Verdict::NotComparable {
+                differs,
+                open,
+                suspect,
+            } => {
                 let mut parts = Vec::new();
+                if !suspect.is_empty() {
+                    parts.push(format!("cannot be believed: {}", suspect.join("; ")));
+                }
                 if !differs.is_empty() {
                     parts.push(format!("differs in {}", differs.join(", ")));
                 }
@@ -361,10 +400,34 @@ pub fn compare(subjects: &[Subject]) -> Comparison {
             informational: true,
         })
         .collect();
-    let verdict = if differs.is_empty() && open.is_empty() {
+    let suspect: Vec<String> = subjects
+        .iter()
+        .filter_map(|s| match &s.integrity {
+            Integrity::Suspect(why) => Some(format!("{} ({why})", s.title)),
+            Integrity::Sound(_) => None,
+        })
+        .collect();
+    pins.insert(
+        0,
+        Row {
+            key: "integrity".into(),
+            label: "file (signature, recompute)".into(),
+            cells: subjects
+                .iter()
+                .map(|s| s.integrity.text().to_owned())
+                .collect(),
+            differs: !suspect.is_empty(),
+            informational: false,
+        },
+    );
+    let verdict = if differs.is_empty() && open.is_empty() && suspect.is_empty() {
         Verdict::Comparable
     } else {
-        Verdict::NotComparable { differs, open }
+        Verdict::NotComparable {
+            differs,
+            open,
+            suspect,
+        }
     };
     Comparison {
         pins,

@@ -29,7 +29,7 @@
 
 use serde_json::Value;
 
-use crate::core::compare::{order, Number, Subject};
+use crate::core::compare::{order, Integrity, Number, Subject};
 use crate::core::dialect::Usage;
 use crate::core::metrics::{self, MetricsPlan, StepSummary};
 use crate::core::pins::{LoadStep, PinId, Span, WindowPlan};
@@ -732,6 +732,7 @@ fn vllm(title: &str, v: &Value) -> Result<Imported, ImportError> {
             prompt_mean: mean_len("total_input_tokens"),
             output_mean: mean_len("total_output_tokens"),
             numbers,
+            integrity: Integrity::Sound("another tool's file: unsigned".into()),
         },
         requests,
     })
@@ -928,6 +929,7 @@ fn aiperf(title: &str, v: &Value) -> Result<Imported, ImportError> {
             prompt_mean: st("input_sequence_length", "avg"),
             output_mean: st("output_sequence_length", "avg"),
             numbers,
+            integrity: Integrity::Sound("another tool's file: unsigned".into()),
         },
         requests: None,
     })
@@ -1103,6 +1105,7 @@ fn aiperf_records(title: &str, text: &str) -> Result<Imported, ImportError> {
             prompt_mean,
             output_mean,
             numbers,
+            integrity: Integrity::Sound("another tool's file: unsigned".into()),
         },
         requests,
     })
@@ -1480,6 +1483,7 @@ fn guidellm(title: &str, v: &Value) -> Result<Imported, ImportError> {
             prompt_mean: (nm > 0.0).then(|| pm / nm),
             output_mean: (nm > 0.0).then(|| om / nm),
             numbers,
+            integrity: Integrity::Sound("another tool's file: unsigned".into()),
         },
         requests,
     })

@@ -203,6 +203,30 @@ pub struct OpenedReport {
     pub card: CardCheck,
 }
 
+/// Whether an opened report can be believed, for comparison: a modified file or one
+/// whose figures its records do not support is never compared as an equal.
+pub fn integrity(o: &OpenedReport) -> crate::core::compare::Integrity {
+    use crate::core::compare::Integrity;
+    let recompute = match &o.mismatches {
+        Ok(m) if m.is_empty() => None,
+        Ok(m) => Some(format!("{} figures do not match its records", m.len())),
+        Err(e) => Some(format!("could not recompute: {e}")),
+    };
+    match (&o.sig, recompute) {
+        (SigState::InvalidModified { .. }, _) => {
+            Integrity::Suspect("modified after signing".into())
+        }
+        (_, Some(why)) => Integrity::Suspect(why),
+        (SigState::Trusted { .. }, None) => {
+            Integrity::Sound("signature valid, trusted key · figures recompute".into())
+        }
+        (SigState::UnknownKey { .. }, None) => {
+            Integrity::Sound("signature valid, unknown key · figures recompute".into())
+        }
+        (SigState::Unsigned, None) => Integrity::Sound("unsigned · figures recompute".into()),
+    }
+}
+
 /// Anything the viewer can open.
 #[derive(Clone, Debug)]
 pub enum Opened {
