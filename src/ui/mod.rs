@@ -52,13 +52,40 @@ impl Section {
     }
 }
 
-/// The application: the card alone on a card route, else the shell.
+/// The application: the card alone on a card route, else the shell — which never runs
+/// inside another site's frame (it holds keys and sends requests; a frame could dress it
+/// up and steer clicks). Hosts should also send `Content-Security-Policy:
+/// frame-ancestors 'self'` for every route but the card (README, "Hosting").
 #[component]
 pub fn App() -> impl IntoView {
     if card::is_card_route() {
         return view! { <card::CardPage /> }.into_any();
     }
+    if framed_by_another_site() {
+        return view! {
+            <p class="card__error" role="alert" data-testid="framed">
+                "pinbench does not run inside another page's frame. Open it in its own tab; only the card (?view=card) can be embedded."
+            </p>
+        }
+        .into_any();
+    }
     view! { <Shell /> }.into_any()
+}
+
+/// Whether this page is in a frame of another origin (same-origin frames, e.g. tests,
+/// are allowed).
+fn framed_by_another_site() -> bool {
+    let Some(w) = web_sys::window() else {
+        return false;
+    };
+    let Ok(Some(top)) = w.top() else {
+        return false;
+    };
+    if top == *w.as_ref() {
+        return false;
+    }
+    // Reading a cross-origin parent's location throws.
+    top.location().href().is_err()
 }
 
 /// The shell: title, navigation and the three screens.

@@ -449,6 +449,15 @@ pub fn RunPage() -> impl IntoView {
                 tied.unwrap_or_default(),
                 now.unwrap_or_else(|| "this endpoint".into())
             ));
+        } else if api_key.get_untracked().is_empty() && !autorun {
+            // Back at the endpoint a key is remembered for: it comes back.
+            if let Some((o, k)) =
+                store::remembered_api_key().filter(|(o, _)| Some(o) == now.as_ref())
+            {
+                api_key.set(k);
+                key_origin.set(Some(o));
+                key_note.set(String::new());
+            }
         }
     });
     Effect::new(move |_| {
@@ -508,7 +517,7 @@ pub fn RunPage() -> impl IntoView {
                 Ok(()) => {
                     key_id.set(k.key_id());
                     key_import.set(String::new());
-                    key_msg.set("Key imported.".into());
+                    key_msg.set("Key imported. Reports it signs are not trusted by this browser until you add its public key to the trusted keys (Reports screen).".into());
                 }
                 Err(e) => key_msg.set(e),
             },

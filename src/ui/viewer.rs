@@ -56,13 +56,16 @@ pub struct Library {
     pub trusted: RwSignal<TrustedKeys>,
 }
 
-/// Trusted keys from storage, plus this browser's own signing key when it has one.
+/// Trusted keys from storage, plus this browser's own signing key when it was generated
+/// here (an imported key is trusted only when the user adds it).
 pub fn load_trusted() -> TrustedKeys {
     let mut t = web::storage()
         .and_then(|s| s.get_item(TRUSTED_STORAGE).ok().flatten())
         .map(|s| TrustedKeys::from_json(&s))
         .unwrap_or_default();
-    if let Some(own) = crate::web::store::existing_signing_key() {
+    let own = crate::web::store::existing_signing_key()
+        .filter(|_| crate::web::store::signing_key_generated_here());
+    if let Some(own) = own {
         if t.name_of(&own.key_id()).is_none() {
             let _ = t.add("this browser's key", &own.public_key_base64());
         }

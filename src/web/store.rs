@@ -31,13 +31,30 @@ pub fn signing_key() -> Result<KeyPair, String> {
     let k = KeyPair::from_secret(web::random_seed()?);
     if let Some(s) = web::storage() {
         let _ = s.set_item(KEY_STORAGE, &k.secret_base64());
+        let _ = s.set_item(KEY_ORIGIN_STORAGE, "generated");
     }
     Ok(k)
 }
 
+/// Where this browser's signing key came from: generated here (trusted as this
+/// browser's key) or imported (trusted only when the user adds it to the trust list).
+const KEY_ORIGIN_STORAGE: &str = "pinbench.signing_key_origin";
+
+/// Whether this browser's signing key was generated here (keys kept before the origin
+/// was recorded count as generated).
+pub fn signing_key_generated_here() -> bool {
+    web::storage()
+        .and_then(|s| s.get_item(KEY_ORIGIN_STORAGE).ok().flatten())
+        .is_none_or(|o| o == "generated")
+}
+
 /// Keeps `k` as this browser's signing key; `Err` when storage is unavailable.
 pub fn keep_signing_key(k: &KeyPair) -> Result<(), String> {
-    match web::storage().map(|s| s.set_item(KEY_STORAGE, &k.secret_base64())) {
+    // An imported key is never trusted by itself.
+    match web::storage().map(|s| {
+        s.set_item(KEY_ORIGIN_STORAGE, "imported")?;
+        s.set_item(KEY_STORAGE, &k.secret_base64())
+    }) {
         Some(Ok(())) => Ok(()),
         _ => Err("This browser's storage is not available: the key was not kept.".into()),
     }

@@ -60,9 +60,12 @@ try {
     await page.getByTestId("api-key").fill("sk-remember-me");
     await page.getByTestId("remember-key").check();
     await page.reload();
-    check(await page.getByTestId("api-key").inputValue() === "sk-remember-me", "api key: kept when remember is ticked");
+    check(await page.getByTestId("api-key").inputValue() === "", "api key: a remembered key is not filled in for another endpoint");
+    await fill(page, "endpoint_url", `https://127.0.0.1:${ref.https}`);
+    check(await page.getByTestId("api-key").inputValue() === "sk-remember-me", "api key: kept when remember is ticked, for the endpoint it was entered for");
     await page.getByTestId("remember-key").uncheck();
     await page.reload();
+    await fill(page, "endpoint_url", `https://127.0.0.1:${ref.https}`);
     check(await page.getByTestId("api-key").inputValue() === "", "api key: forgotten when remember is unticked");
     // Signing key: import the fixture's test key (secret = 32 bytes of 0x42) and see its fingerprint.
     const fixtureKeyId = JSON.parse(fs.readFileSync("tests/fixtures/report_signed.json", "utf8")).signature.key_id;
