@@ -11,7 +11,7 @@ use super::net::{Clock, NativeNet, NetEvent};
 use crate::core::histogram::Hist;
 use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{RawConfig, RunConfig};
-use crate::core::prompt::{self, CalStep, Calibration, CalibrationError, Calibrator};
+use crate::core::prompt::{self, Calibration, CalibrationError, Calibrator};
 use crate::core::record::RequestRecord;
 use crate::core::report::{Report, ReportBody};
 use crate::core::session::{Progress, RunSession, Wake};
@@ -222,28 +222,21 @@ pub fn iso8601(unix_ms: u64) -> String {
 async fn calibrate(cfg: &RunConfig, ca: Option<&str>) -> Result<Calibration, CalibrationError> {
     let clock = Clock::start();
     let url = format!("{}/tokenize", cfg.endpoint.base_url);
-    let mut c = Calibrator::new(
+    let c = Calibrator::new(
         cfg.endpoint.dialect,
         &cfg.model.id.value,
         &cfg.prompt_len.value,
     );
-    loop {
-        match c.next() {
-            CalStep::Done(r) => return r,
-            CalStep::Tokenize(bodies) => {
-                let mut got = None;
-                for (form, body) in bodies {
-                    if let Ok((200, answer)) = super::net::post_json(&url, &body, ca, clock).await {
-                        if let Some(n) = prompt::tokenize_count(&answer) {
-                            got = Some((form, n));
-                            break;
-                        }
-                    }
-                }
-                c.answer(got);
+    prompt::calibrate_with(c, |body| {
+        let url = url.clone();
+        async move {
+            match super::net::post_json(&url, &body, ca, clock).await {
+                Ok((200, answer)) => prompt::tokenize_count(&answer),
+                _ => None,
             }
         }
-    }
+    })
+    .await
 }
 
 fn progress_line(p: &Progress, protocol: &str) -> String {

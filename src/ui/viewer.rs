@@ -395,14 +395,7 @@ fn import_view(i: &Imported) -> impl IntoView {
                     </tbody>
                 </table>
                 </div>
-                <dl class="headline" data-testid="headline">
-                    {figures.into_iter().map(|f| view! {
-                        <div class="headline__fig" data-testid=format!("figure-{}", f.key)>
-                            <dt>{f.label}</dt>
-                            <dd><strong>{f.value}</strong>" "<span class="headline__window">{format!("({})", f.window)}</span></dd>
-                        </div>
-                    }).collect_view()}
-                </dl>
+                {headline_view(figures)}
                 <div class="charts">
                     {charts.into_iter().map(|(id, svg)| view! {
                         <figure class="chart-box" data-testid=format!("figure-chart-{id}") inner_html=svg></figure>
@@ -428,6 +421,20 @@ fn import_view(i: &Imported) -> impl IntoView {
             </table>
             {requests}
         </article>
+    }
+}
+
+/// A step's headline figures, each with its window.
+fn headline_view(figures: Vec<view::Figure>) -> impl IntoView {
+    view! {
+        <dl class="headline" data-testid="headline">
+            {figures.into_iter().map(|f| view! {
+                <div class="headline__fig" data-testid=format!("figure-{}", f.key)>
+                    <dt>{f.label}</dt>
+                    <dd><strong>{f.value}</strong>" "<span class="headline__window">{format!("({})", f.window)}</span></dd>
+                </div>
+            }).collect_view()}
+        </dl>
     }
 }
 
@@ -637,14 +644,7 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
             view! {
                 <section class="step" data-testid=format!("step-{}", s.step) aria-label=format!("Step {}", s.step)>
                     <h4>{format!("Step {}: {}", s.step, s.load)}</h4>
-                    <dl class="headline" data-testid="headline">
-                        {figures.into_iter().map(|f| view! {
-                            <div class="headline__fig" data-testid=format!("figure-{}", f.key)>
-                                <dt>{f.label}</dt>
-                                <dd><strong>{f.value}</strong>" "<span class="headline__window">{format!("({})", f.window)}</span></dd>
-                            </div>
-                        }).collect_view()}
-                    </dl>
+                    {headline_view(figures)}
                     <p data-testid="errors">{format!("Errors by kind: {}", if s.errors_by_kind.is_empty() { "none".to_owned() } else { s.errors_by_kind.iter().map(|(k, v)| format!("{k} ×{v}")).collect::<Vec<_>>().join(", ") })}</p>
                     {s.open_loop.map(|o| view! { <p data-testid="open-loop">{view::open_loop_text(&o)}</p> })}
                     <div class="charts">

@@ -3,33 +3,26 @@
 //! ([`crate::web::worker`]) or on this page.
 
 use crate::core::pins::RunConfig;
-use crate::core::prompt::{self, CalStep, Calibration, CalibrationError, Calibrator};
+use crate::core::prompt::{self, Calibration, CalibrationError, Calibrator};
 use crate::web::fetch;
 
 /// Runs the core's calibration procedure against the server's `/tokenize`: the fit, then
 /// each target length counted and adjusted until exact.
 pub async fn calibrate(cfg: &RunConfig) -> Result<Calibration, CalibrationError> {
     let url = format!("{}/tokenize", cfg.endpoint.base_url);
-    let mut c = Calibrator::new(
+    let c = Calibrator::new(
         cfg.endpoint.dialect,
         &cfg.model.id.value,
         &cfg.prompt_len.value,
     );
-    loop {
-        match c.next() {
-            CalStep::Done(r) => return r,
-            CalStep::Tokenize(bodies) => {
-                let mut got = None;
-                for (form, body) in bodies {
-                    if let Ok((200, t)) = fetch::post_json(&url, &body).await {
-                        if let Some(n) = prompt::tokenize_count(&t) {
-                            got = Some((form, n));
-                            break;
-                        }
-                    }
-                }
-                c.answer(got);
+    prompt::calibrate_with(c, |body| {
+        let url = url.clone();
+        async move {
+            match fetch::post_json(&url, &body).await {
+                Ok((200, t)) => prompt::tokenize_count(&t),
+                _ => None,
             }
         }
-    }
+    })
+    .await
 }

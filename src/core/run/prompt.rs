@@ -337,6 +337,34 @@ impl Calibrator {
     }
 }
 
+/// Runs a [`Calibrator`] to its end over `count`, the host's `/tokenize` call: given a
+/// request body, the server's count, or `None` when that body got no count. Each asked
+/// prompt's bodies are tried in order; the first that counts is kept for the rest.
+pub async fn calibrate_with<F, Fut>(
+    mut c: Calibrator,
+    mut count: F,
+) -> Result<Calibration, CalibrationError>
+where
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = Option<u64>>,
+{
+    loop {
+        match c.next() {
+            CalStep::Done(r) => return r,
+            CalStep::Tokenize(bodies) => {
+                let mut got = None;
+                for (form, body) in bodies {
+                    if let Some(n) = count(body).await {
+                        got = Some((form, n));
+                        break;
+                    }
+                }
+                c.answer(got);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
