@@ -63,8 +63,10 @@ pub fn load_trusted() -> TrustedKeys {
         .and_then(|s| s.get_item(TRUSTED_STORAGE).ok().flatten())
         .map(|s| TrustedKeys::from_json(&s))
         .unwrap_or_default();
+    let forgotten = web::storage().and_then(|s| s.get_item(OWN_KEY_FORGOTTEN).ok().flatten());
     let own = crate::web::store::existing_signing_key()
-        .filter(|_| crate::web::store::signing_key_generated_here());
+        .filter(|_| crate::web::store::signing_key_generated_here())
+        .filter(|k| forgotten.as_deref() != Some(k.key_id().as_str()));
     if let Some(own) = own {
         if t.name_of(&own.key_id()).is_none() {
             let _ = t.add("this browser's key", &own.public_key_base64());
@@ -72,6 +74,9 @@ pub fn load_trusted() -> TrustedKeys {
     }
     t
 }
+
+/// The key id of this browser's own key after the user forgot it in the trust list.
+const OWN_KEY_FORGOTTEN: &str = "pinbench.own_key_forgotten";
 
 fn save_trusted(t: &TrustedKeys) {
     if let Some(s) = web::storage() {
@@ -309,6 +314,10 @@ fn TrustedKeysPanel() -> impl IntoView {
                             <button aria-label=format!("Forget {}", k.name) on:click=move |_| {
                                 let mut t = lib.trusted.get_untracked();
                                 t.remove(&id);
+                                // Forgetting this browser's own key sticks across reloads.
+                                if let Some(s) = web::storage() {
+                                    let _ = s.set_item(OWN_KEY_FORGOTTEN, &id);
+                                }
                                 save_trusted(&t);
                                 lib.trusted.set(t);
                                 lib.retrust();
