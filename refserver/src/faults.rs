@@ -34,6 +34,9 @@ pub enum FaultError {
     Unknown(String),
 }
 
+/// Longest stall or header delay a fault may ask for.
+pub const MAX_STALL_MS: u64 = 60_000;
+
 fn num<T: std::str::FromStr>(s: &str, item: &str) -> Result<T, FaultError> {
     s.trim()
         .parse()
@@ -59,13 +62,28 @@ impl Faults {
                     let (ms, at) = v
                         .split_once('@')
                         .ok_or_else(|| FaultError::Unknown(item.into()))?;
-                    f.stall = Some((num(ms, item)?, num(at, item)?));
+                    let ms = num(ms, item)?;
+                    // A stall is bounded: a fault must not hold a connection for ever.
+                    if ms > MAX_STALL_MS {
+                        return Err(FaultError::Unknown(format!(
+                            "{item} (at most {MAX_STALL_MS} ms)"
+                        )));
+                    }
+                    f.stall = Some((ms, num(at, item)?));
                 }
                 "malformed" => f.malformed_at = Some(num(v, item)?),
                 "no_done" => f.no_done = true,
                 "eos_at" => f.eos_at = Some(num(v, item)?),
                 "error_event" => f.error_event_at = Some(num(v, item)?),
-                "slow_headers_ms" => f.slow_headers_ms = Some(num(v, item)?),
+                "slow_headers_ms" => {
+                    let ms = num(v, item)?;
+                    if ms > MAX_STALL_MS {
+                        return Err(FaultError::Unknown(format!(
+                            "{item} (at most {MAX_STALL_MS} ms)"
+                        )));
+                    }
+                    f.slow_headers_ms = Some(ms);
+                }
                 _ => return Err(FaultError::Unknown(item.into())),
             }
         }
@@ -86,6 +104,11 @@ mod tests {
     fn parses_every_fault() {
         let f = Faults::parse("status=429").expect("ok");
         assert_eq!(f.status, Some(429));
+        assert!(
+            Faults::parse("stall_ms=60001@1").is_err(),
+            "stalls are bounded"
+        );
+        assert!(Faults::parse("slow_headers_ms=999999999").is_err());
         let f = Faults::parse("reset_after=5, stall_ms=300@2, malformed@3, no_done, eos_at=7, error_event@4, slow_headers_ms=250").expect("ok");
         assert_eq!(f.reset_after, Some(5));
         assert_eq!(f.stall, Some((300, 2)));

@@ -227,16 +227,29 @@ async fn accept_loop(
     state: Arc<AppState>,
     tls: Option<tokio_rustls::TlsAcceptor>,
 ) {
+    // At most MAX_CONNECTIONS at once; a connection beyond that is closed at once.
+    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let Ok((tcp, _)) = listener.accept().await else {
+        let (tcp, _) = match listener.accept().await {
+            Ok(c) => c,
+            // E.g. out of file descriptors: wait rather than spin.
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            drop(tcp);
             continue;
         };
         let _ = tcp.set_nodelay(true);
         let (tls, st) = (tls.clone(), state.clone());
         tokio::spawn(async move {
+            let _permit = permit;
             match tls {
                 Some(acceptor) => {
-                    if let Ok(stream) = acceptor.accept(tcp).await {
+                    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
+                    if let Ok(Ok(stream)) = handshake.await {
                         serve_conn(TokioIo::new(stream), st).await;
                     }
                 }
@@ -246,12 +259,22 @@ async fn accept_loop(
     }
 }
 
+/// Most connections served at once.
+const MAX_CONNECTIONS: usize = 4096;
+/// Longest a TLS handshake may take.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Longest a client may take to send a request's headers.
+const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn serve_conn<I>(io: TokioIo<I>, state: Arc<AppState>)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let svc = service_fn(move |req| http::handle(state.clone(), req));
-    let _ = auto::Builder::new(TokioExecutor::new())
-        .serve_connection(io, svc)
-        .await;
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let _ = builder.serve_connection(io, svc).await;
 }

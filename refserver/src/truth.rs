@@ -39,33 +39,75 @@ pub struct Truth {
     pub faults: Option<String>,
 }
 
-/// All truths, by id.
+/// Bytes of truth kept at most (oldest dropped first).
+pub const MAX_BYTES: usize = 256 << 20;
+
+impl Truth {
+    /// Approximate bytes this record holds.
+    fn bytes(&self) -> usize {
+        std::mem::size_of::<Truth>()
+            + self.path.len()
+            + self.chunks.len() * std::mem::size_of::<(u64, u32)>()
+            + self.finish_reason.as_ref().map_or(0, String::len)
+            + self.faults.as_ref().map_or(0, String::len)
+    }
+}
+
+/// All truths, by id, bounded in count and in bytes.
 #[derive(Debug, Default)]
 pub struct TruthStore {
-    inner: Mutex<BTreeMap<u64, Truth>>,
+    inner: Mutex<(BTreeMap<u64, Truth>, usize)>,
 }
 
 impl TruthStore {
     /// Inserts or replaces a record.
     pub fn put(&self, t: Truth) {
-        if let Ok(mut m) = self.inner.lock() {
-            m.insert(t.id, t);
-            while m.len() > MAX_KEPT {
-                m.pop_first();
+        if let Ok(mut g) = self.inner.lock() {
+            let (m, bytes) = &mut *g;
+            *bytes += t.bytes();
+            if let Some(old) = m.insert(t.id, t) {
+                *bytes = bytes.saturating_sub(old.bytes());
+            }
+            while m.len() > MAX_KEPT || *bytes > MAX_BYTES {
+                match m.pop_first() {
+                    Some((_, old)) => *bytes = bytes.saturating_sub(old.bytes()),
+                    None => break,
+                }
             }
         }
     }
 
     /// One record.
     pub fn get(&self, id: u64) -> Option<Truth> {
-        self.inner.lock().ok()?.get(&id).cloned()
+        self.inner.lock().ok()?.0.get(&id).cloned()
     }
 
     /// Records with id ≥ `since`, in id order.
     pub fn since(&self, since: u64) -> Vec<Truth> {
         self.inner
             .lock()
-            .map(|m| m.range(since..).map(|(_, t)| t.clone()).collect())
+            .map(|g| g.0.range(since..).map(|(_, t)| t.clone()).collect())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_is_bounded_in_bytes_dropping_the_oldest() {
+        let store = TruthStore::default();
+        // 40 records of 1 M chunks each (16 MB apiece): at most 256 MiB kept.
+        for id in 0..40u64 {
+            store.put(Truth {
+                id,
+                chunks: vec![(0, 1); 1 << 20],
+                ..Truth::default()
+            });
+        }
+        let kept = store.since(0);
+        assert!(kept.len() < 40 && kept.len() >= 15, "{}", kept.len());
+        assert_eq!(kept.last().map(|t| t.id), Some(39), "the newest stays");
     }
 }
