@@ -2,7 +2,7 @@
 //! fetched with CORS; plus the clipboard and the page's own location. Sizes are checked
 //! before anything is read.
 
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
 use crate::core::viewer::{check_size, ViewerError};
@@ -19,9 +19,21 @@ pub async fn read_file(file: &web_sys::File) -> Result<String, String> {
 }
 
 /// Fetches a report from a URL (CORS). The size is checked from `Content-Length`
-/// before the body is read, and again after.
+/// before the body is read, and while it is read (a body without one, or gzip, is
+/// stopped at the limit). An `http://` file from an `https://` page is refused with a
+/// clear message (the browser would block it as mixed content).
 pub async fn fetch_text(url: &str) -> Result<String, String> {
     let window = web_sys::window().ok_or("no window")?;
+    let page_https = window
+        .location()
+        .protocol()
+        .ok()
+        .is_some_and(|p| p == "https:");
+    if page_https && url.trim_start().to_ascii_lowercase().starts_with("http://") {
+        return Err(format!(
+            "Mixed content: this page is HTTPS and the browser will not read {url} over plain http://. Host the file over HTTPS, or download it and open it here."
+        ));
+    }
     let init = web_sys::RequestInit::new();
     init.set_mode(web_sys::RequestMode::Cors);
     let req = web_sys::Request::new_with_str_and_init(url, &init)
@@ -49,13 +61,34 @@ pub async fn fetch_text(url: &str) -> Result<String, String> {
     {
         check_size(len).map_err(|e| e.to_string())?;
     }
-    let text = JsFuture::from(resp.text().map_err(|e| format!("{e:?}"))?)
-        .await
-        .map_err(|e| format!("{e:?}"))?
-        .as_string()
-        .unwrap_or_default();
-    check_size(text.len() as u64).map_err(|e| e.to_string())?;
-    Ok(text)
+    // Read the body in parts and stop at the limit: without Content-Length (chunked, or
+    // gzip, where the header counts compressed bytes) the size is only known by reading.
+    let Some(body) = resp.body() else {
+        return Ok(String::new());
+    };
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    let (done_key, value_key) = (JsValue::from_str("done"), JsValue::from_str("value"));
+    let mut bytes: Vec<u8> = Vec::new();
+    loop {
+        let chunk = JsFuture::from(reader.read())
+            .await
+            .map_err(|e| format!("reading {url} failed: {e:?}"))?;
+        let done = js_sys::Reflect::get(&chunk, &done_key)
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true);
+        if done {
+            break;
+        }
+        if let Ok(v) = js_sys::Reflect::get(&chunk, &value_key) {
+            bytes.extend(js_sys::Uint8Array::new(&v).to_vec());
+        }
+        if let Err(e) = check_size(bytes.len() as u64) {
+            let _ = reader.cancel();
+            return Err(e.to_string());
+        }
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{url} is not UTF-8 text"))
 }
 
 /// Copies text to the clipboard.

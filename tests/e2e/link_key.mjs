@@ -3,6 +3,7 @@
 // requests will go, and sends a key there only once the user types one for it.
 // Usage: node tests/e2e/link_key.mjs dist
 import http from "node:http";
+import fs from "node:fs";
 import { serveDist, launch, watchErrors, checker } from "./lib.mjs";
 
 // The link's endpoint: a minimal OpenAI-style stream server that records every
@@ -17,8 +18,13 @@ const other = http.createServer((req, res) => {
   seen.push(req.headers.authorization ?? "");
   req.resume();
   req.on("end", () => {
-    if (req.method === "POST") { res.writeHead(200, { ...cors, "content-type": "text/event-stream" }); res.end(sse); }
-    else { res.writeHead(404, { ...cors, "content-type": "application/json" }); res.end('{"error":{"message":"no"}}'); }
+    // A careless server echoes the credential it was sent, everywhere it can.
+    const echo = (req.headers.authorization ?? "").replace(/^Bearer /, "");
+    if (req.method === "POST" && echo) {
+      res.writeHead(200, { ...cors, "content-type": "text/event-stream" });
+      res.end(sse.replace("data: [DONE]", `data: {"error":{"message":"key ${echo} is over quota"}}\n\ndata: [DONE]`));
+    } else if (req.method === "POST") { res.writeHead(200, { ...cors, "content-type": "text/event-stream" }); res.end(sse); }
+    else { res.writeHead(401, { ...cors, "content-type": "application/json" }); res.end(`{"error":{"message":"Incorrect API key provided: ${echo || "none"}"}}`); }
   });
 });
 await new Promise((r) => other.listen(0, "127.0.0.1", r));
@@ -32,6 +38,8 @@ try {
   const ctx = await browser.newContext();
   const page = await ctx.newPage();
   const errors = watchErrors(page);
+  const consoleText = [];
+  page.on("console", (m) => consoleText.push(m.text()));
   // 1. The key is typed for the default endpoint and remembered.
   await page.goto(url);
   await page.getByTestId("pin-endpoint_url").fill("http://127.0.0.1:9");
@@ -57,11 +65,22 @@ try {
   check(seen.length > 0 && seen.every((a) => !a.includes(secret)), `the link's endpoint got ${seen.length} requests and never the remembered key (${JSON.stringify(seen)})`);
   // 3. Typing a key for this endpoint is the explicit confirmation: now it is sent.
   seen.length = 0;
+  await page.getByTestId("remember-key").uncheck();
   await page.getByTestId("api-key").fill("sk-typed-for-this-endpoint-42");
   await page.getByTestId("start").click();
   await page.waitForFunction(() => document.querySelector('[data-testid="start"]') && !document.querySelector('[data-testid="start"]').disabled, null, { timeout: 60000 });
   await page.getByTestId("download-report").waitFor({ timeout: 60000 });
   check(seen.some((a) => a === "Bearer sk-typed-for-this-endpoint-42"), `a key typed for the endpoint is sent (${JSON.stringify(seen)})`);
+  // Canary: the server echoed the key in an in-stream error; it appears nowhere shared.
+  const typed = "sk-typed-for-this-endpoint-42";
+  const [dl] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
+  const reportText = fs.readFileSync(await dl.path(), "utf8");
+  check(reportText.includes("[redacted]") && !reportText.includes(typed), "canary: the echoed key is redacted in the report");
+  const link = await page.getByTestId("share-link").inputValue();
+  check(!link.includes(typed), "canary: the share link does not carry the key");
+  const stored = await page.evaluate(() => JSON.stringify(Object.entries(localStorage)));
+  check(!stored.includes(typed), "canary: storage does not hold the key (remember is off for it)");
+  check(!consoleText.some((t) => t.includes(typed)), "canary: the console never shows the key");
   check(errors.length === 0, `no console errors (${errors.join("; ")})`);
   await ctx.close();
 } catch (e) {
