@@ -79,7 +79,7 @@ fn row(
     }
 }
 
-/// Every pin of a run configuration, in DESIGN §1 order (the keys of
+/// Every pin of a run configuration, in docs/DEFINITIONS.md §1 order (the keys of
 /// [`crate::core::compare::KEYS`]).
 pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
     let m = &c.model;

@@ -1,4 +1,4 @@
-//! Run timeline → metrics, with the definitions of DESIGN §2.
+//! Run timeline → metrics, with the definitions of docs/DEFINITIONS.md §2.
 //!
 //! Inputs are per-request records on the client clock (integer µs). Per load step:
 //!

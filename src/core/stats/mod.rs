@@ -1,4 +1,4 @@
-//! Records → numbers: the metric definitions (DESIGN §2) and the HDR histograms behind
+//! Records → numbers: the metric definitions (docs/DEFINITIONS.md §2) and the HDR histograms behind
 //! every distribution.
 
 pub mod histogram;

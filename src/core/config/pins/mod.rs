@@ -1,4 +1,4 @@
-//! The pins (DESIGN §1): the typed run configuration, built from raw form input by
+//! The pins (docs/DEFINITIONS.md §1): the typed run configuration, built from raw form input by
 //! `TryFrom`, so that a run whose configuration is not fully pinned cannot be expressed.
 //!
 //! Every value carries its [`Provenance`]. "Undisclosed" is a legal value only for
@@ -453,7 +453,7 @@ pub struct RunConfig {
     pub sampling: Pinned<Sampling>,
 }
 
-/// The pins of DESIGN §1 (plus the endpoint itself).
+/// The pins of docs/DEFINITIONS.md §1 (plus the endpoint itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PinId {
