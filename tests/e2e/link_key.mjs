@@ -4,11 +4,15 @@
 // Usage: node tests/e2e/link_key.mjs dist
 import http from "node:http";
 import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import zlib from "node:zlib";
 import { serveDist, launch, watchErrors, checker } from "./lib.mjs";
 
 // The link's endpoint: a minimal OpenAI-style stream server that records every
 // Authorization header it is sent.
 const seen = [];
+let slow = false;
 const sse = 'data: {"choices":[{"index":0,"text":" a","finish_reason":null}]}\n\n'
   + 'data: {"choices":[{"index":0,"text":" b","finish_reason":"length"}]}\n\n'
   + 'data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}\n\ndata: [DONE]\n\n';
@@ -23,6 +27,12 @@ const other = http.createServer((req, res) => {
     if (req.method === "POST" && echo) {
       res.writeHead(200, { ...cors, "content-type": "text/event-stream" });
       res.end(sse.replace("data: [DONE]", `data: {"error":{"message":"key ${echo} is over quota"}}\n\ndata: [DONE]`));
+    } else if (req.method === "POST" && slow) {
+      // A slow stream (a run that lasts while another tab opens hostile files).
+      res.writeHead(200, { ...cors, "content-type": "text/event-stream" });
+      const parts = sse.split("\n\n").filter((x) => x).map((x) => x + "\n\n");
+      let i = 0;
+      const tick = setInterval(() => { res.write(parts[i++]); if (i === parts.length) { clearInterval(tick); res.end(); } }, 150);
     } else if (req.method === "POST") { res.writeHead(200, { ...cors, "content-type": "text/event-stream" }); res.end(sse); }
     else { res.writeHead(401, { ...cors, "content-type": "application/json" }); res.end(`{"error":{"message":"Incorrect API key provided: ${echo || "none"}"}}`); }
   });
@@ -82,6 +92,46 @@ try {
   check(!stored.includes(typed), "canary: storage does not hold the key (remember is off for it)");
   check(!consoleText.some((t) => t.includes(typed)), "canary: the console never shows the key");
   check(errors.length === 0, `no console errors (${errors.join("; ")})`);
+  // 4. Hostile files in another tab do not disturb a run: a histogram bomb, a chunk bomb
+  // and duplicate keys are opened in tab B while tab A runs.
+  slow = true;
+  const runsBefore = seen.length;
+  await page.getByTestId("pin-measured").fill("40");
+  await page.getByTestId("start").click();
+  const b = await ctx.newPage();
+  const bErrors = watchErrors(b);
+  await b.goto(url);
+  await b.getByTestId("nav-reports").click();
+  const fixtureText = fs.readFileSync("tests/fixtures/report_signed.json", "utf8");
+  const doc = JSON.parse(fixtureText);
+  const hb = Buffer.alloc(40);
+  hb.writeUInt32BE(0x1c849313, 0); hb.writeUInt32BE(0x80000000, 4); hb.writeUInt32BE(3, 12); hb.writeBigUInt64BE(1n, 16); hb.writeBigUInt64BE(2048n, 24);
+  doc.body.summary.steps[0].histograms.ttft_us = hb.toString("base64");
+  const bombDoc = JSON.parse(fixtureText);
+  const z = zlib.deflateRawSync(Buffer.alloc(64 << 20)).toString("base64");
+  for (const r of bombDoc.body.records) r.chunks = z;
+  const files = [
+    ["histogram-bomb.json", JSON.stringify(doc)],
+    ["chunk-bomb.json", JSON.stringify(bombDoc)],
+    ["dup.json", fixtureText.replace('"created":', '"created":"x","created":')],
+  ].map(([n, t]) => { const f = path.join(os.tmpdir(), `pinbench-${process.pid}-${n}`); fs.writeFileSync(f, t); return f; });
+  const messages = [];
+  const during0 = seen.length;
+  for (const f of files) {
+    const name = path.basename(f);
+    await b.getByTestId("open-file").setInputFiles(f);
+    await b.waitForFunction((n) => document.querySelector('[data-testid="open-error"]')?.textContent.startsWith(n)
+      || document.querySelectorAll('[data-testid^="entry-"]').length > 0 && n.startsWith("pinbench") && document.body.textContent.includes(n), name, { timeout: 60000 });
+    messages.push((await b.getByTestId("open-error").textContent()) || "");
+  }
+  const during1 = seen.length;
+  check(messages.some((m) => m.includes("duplicate key")) && messages.some((m) => m.includes("when decoded") || m.includes("token chunks in all")), `tab B: the hostile files get their messages (${messages.map((m) => m.slice(0, 60)).join(" | ")})`);
+  check(during1 > during0, `tab A: its requests kept going while tab B opened them (${during1 - during0} during)`);
+  await page.getByTestId("download-report").waitFor({ timeout: 60000 });
+  await page.waitForFunction(() => !document.querySelector('[data-testid="start"]').disabled, null, { timeout: 60000 });
+  check(seen.length > runsBefore, `tab A: its run went on and finished while tab B opened the bombs (${seen.length - runsBefore} requests)`);
+  check(bErrors.length === 0 || bErrors.every((e) => !/RuntimeError|unreachable|abort/i.test(e)), `tab B: no wasm abort (${bErrors.join("; ")})`);
+  for (const f of files) fs.rmSync(f, { force: true });
   await ctx.close();
 } catch (e) {
   failures.push(String(e.stack ?? e));
