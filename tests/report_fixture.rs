@@ -190,3 +190,31 @@ fn frozen_reports_stay_valid_with_their_cards() {
         );
     }
 }
+
+/// Signing in two phases (for a WebCrypto key that answers later) gives exactly what
+/// signing at once gives (Ed25519 is deterministic).
+#[test]
+fn two_phase_signing_equals_signing_at_once() {
+    use pinbench::core::report::SignatureBlock;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let text = std::fs::read_to_string(dir.join("report_signed.json")).expect("fixture");
+    let base = report::open(&text).expect("opens").report;
+    let key = KeyPair::from_secret([9; 32]);
+    let mut once = base.clone();
+    once.sign(&key).expect("signs");
+    let mut twice = base;
+    let card = twice.card_to_sign().expect("card bytes");
+    twice.attach_card_signature(SignatureBlock::ed25519(&key.public_key(), &key.sign(&card)));
+    let body = twice.signed_bytes().expect("bytes");
+    twice.attach_signature(SignatureBlock::ed25519(&key.public_key(), &key.sign(&body)));
+    assert_eq!(
+        once.to_json().expect("json"),
+        twice.to_json().expect("json")
+    );
+    assert!(matches!(
+        report::open(&twice.to_json().expect("json"))
+            .expect("opens")
+            .verification,
+        Verification::Valid { .. }
+    ));
+}

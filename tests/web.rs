@@ -99,3 +99,26 @@ async fn shell_mounts_and_navigates() {
     );
     assert_eq!(testid(&root, "nav-run").get_attribute("aria-current"), None);
 }
+
+/// Where the browser supports it, this browser's key is a non-extractable WebCrypto
+/// Ed25519 key: it signs reports that verify exactly as natively signed ones, and its
+/// secret is nowhere in page storage.
+#[wasm_bindgen_test]
+async fn the_browser_key_is_non_extractable_webcrypto_and_signs_valid_reports() {
+    use pinbench::web::keystore::{signer, Signer};
+    let s = signer().await.expect("a signer");
+    assert!(matches!(s, Signer::WebCrypto { .. }), "{}", s.where_kept());
+    let mut r = report::open(SIGNED).expect("opens").report;
+    s.sign_report(&mut r).await.expect("signs");
+    let opened = report::open(&r.to_json().expect("json")).expect("opens");
+    match opened.verification {
+        Verification::Valid { key_id, .. } => assert_eq!(key_id, s.key_id()),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        pinbench::core::card::check(&opened.report),
+        pinbench::core::card::CardCheck::Matches
+    );
+    // Asked again, the same key (kept in IndexedDB).
+    assert_eq!(signer().await.expect("again").key_id(), s.key_id());
+}

@@ -13,12 +13,12 @@ use crate::core::report::{Checkpoint, ProbeSnapshot, Report, ReportBody};
 use crate::core::session::Progress;
 use crate::core::sign::KeyPair;
 use crate::web::host::{BrowserHost, HostSink, LagMonitor, RunRequest, RunResult, LAG_PROBE_MS};
-use crate::web::runner;
 use crate::web::store::{
-    self, remove_checkpoint, save_checkpoint, signing_key, stored_checkpoints, CHECKPOINT_PREFIX,
+    self, remove_checkpoint, save_checkpoint, stored_checkpoints, CHECKPOINT_PREFIX,
 };
 use crate::web::worker::{PageSink, WorkerRun};
 use crate::web::{self, fetch};
+use crate::web::{keystore, runner};
 
 /// Presets fill only workload pins (lengths and load), never model or server pins.
 const PRESETS: [(&str, &str, &str, &str, &str); 4] = [
@@ -246,13 +246,33 @@ impl RunSinks {
             result.records.clone(),
         )
         .map_err(|e| format!("Could not build the report: {e}"))
-        .and_then(|body| {
-            let mut r = Report::new(body);
-            let key = signing_key().map_err(|e| format!("Could not sign the report: {e}"))?;
-            r.sign(&key)
-                .map(|()| r)
-                .map_err(|e| format!("Could not sign the report: {e}"))
+        .map(Report::new);
+        // Signing may wait on WebCrypto: the rest happens when it answers.
+        let me = self.clone();
+        spawn_local(async move {
+            let signed = match built {
+                Ok(mut r) => match keystore::signer().await {
+                    Ok(s) => s
+                        .sign_report(&mut r)
+                        .await
+                        .map(|()| r)
+                        .map_err(|e| format!("Could not sign the report: {e}")),
+                    Err(e) => Err(format!("Could not sign the report: {e}")),
+                },
+                Err(e) => Err(e),
+            };
+            me.on_signed(signed, result, page_lag);
         });
+    }
+
+    /// The end of a run once its report is signed (or could not be).
+    fn on_signed(
+        &self,
+        built: Result<Report, String>,
+        result: RunResult,
+        page_lag: Option<(u64, u64)>,
+    ) {
+        let ctx = &self.ctx;
         match built {
             Ok(r) => {
                 remove_checkpoint(&ctx.key);
@@ -486,15 +506,27 @@ pub fn RunPage() -> impl IntoView {
     let page_lag = StoredValue::new_local(None::<LagMonitor>);
     let page_lag_text = RwSignal::new(String::new());
     let key_id = RwSignal::new(String::new());
-    Effect::new(move |_| {
-        key_id.set(signing_key().map_or_else(|e| e, |k| k.key_id()));
+    let key_where = RwSignal::new(String::new());
+    spawn_local(async move {
+        match keystore::signer().await {
+            Ok(s) => {
+                key_id.set(s.key_id());
+                key_where.set(s.where_kept().into());
+            }
+            Err(e) => key_id.set(e),
+        }
     });
     let key_import = RwSignal::new(String::new());
     let key_msg = RwSignal::new(String::new());
     let on_key_export = move |_| {
-        let k = match signing_key() {
-            Ok(k) => k,
-            Err(e) => return key_msg.set(e),
+        // Only a software key can be exported: a WebCrypto key's secret cannot be read.
+        let k = match store::existing_signing_key() {
+            Some(k) if key_id.get_untracked() == k.key_id() => k,
+            _ => {
+                return key_msg.set(
+                    "This browser's key is a non-extractable WebCrypto key: its secret cannot be exported. Import a key to sign with one you can carry.".into(),
+                )
+            }
         };
         let doc = serde_json::json!({"alg": "Ed25519", "key_id": k.key_id(), "public_key": k.public_key_base64(), "secret_key": k.secret_base64()});
         if let Err(e) = web::download(
@@ -516,6 +548,7 @@ pub fn RunPage() -> impl IntoView {
             Ok(k) => match store::keep_signing_key(&k) {
                 Ok(()) => {
                     key_id.set(k.key_id());
+                    key_where.set(keystore::Signer::Software(k.clone()).where_kept().into());
                     key_import.set(String::new());
                     key_msg.set("Key imported. Reports it signs are not trusted by this browser until you add its public key to the trusted keys (Reports screen).".into());
                 }
@@ -695,13 +728,19 @@ pub fn RunPage() -> impl IntoView {
         match cp.into_body() {
             Ok(body) => {
                 let mut r = Report::new(body);
-                match signing_key().and_then(|k| r.sign(&k).map_err(|e| e.to_string())) {
-                    Ok(()) => {
-                        report.set(Some(r));
-                        on_interrupted_discard(());
+                spawn_local(async move {
+                    let signed = match keystore::signer().await {
+                        Ok(s) => s.sign_report(&mut r).await,
+                        Err(e) => Err(e),
+                    };
+                    match signed {
+                        Ok(()) => {
+                            report.set(Some(r));
+                            on_interrupted_discard(());
+                        }
+                        Err(e) => run_error.set(format!("Could not sign the report: {e}")),
                     }
-                    Err(e) => run_error.set(format!("Could not sign the report: {e}")),
-                }
+                });
             }
             Err(e) => run_error.set(format!(
                 "Could not build a report from the interrupted run: {e}"
@@ -859,7 +898,8 @@ pub fn RunPage() -> impl IntoView {
             <div class="run__controls">
                 <button data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=move |_| on_start(())>"Start"</button>
                 <button data-testid="stop" disabled=move || !running.get() on:click=on_stop>"Stop"</button>
-                <span data-testid="key-id">{move || format!("signing key {}", key_id.get())}</span>
+                <span data-testid="key-id" title=move || key_where.get()>{move || format!("signing key {}", key_id.get())}</span>
+                <span class="pin__note" data-testid="key-where">{move || key_where.get()}</span>
             </div>
             <div class="run__key" role="group" aria-label="Signing key">
                 <button data-testid="key-export" on:click=on_key_export>"Export signing key"</button>

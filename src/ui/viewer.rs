@@ -64,12 +64,13 @@ pub fn load_trusted() -> TrustedKeys {
         .map(|s| TrustedKeys::from_json(&s))
         .unwrap_or_default();
     let forgotten = web::storage().and_then(|s| s.get_item(OWN_KEY_FORGOTTEN).ok().flatten());
-    let own = crate::web::store::existing_signing_key()
-        .filter(|_| crate::web::store::signing_key_generated_here())
-        .filter(|k| forgotten.as_deref() != Some(k.key_id().as_str()));
-    if let Some(own) = own {
-        if t.name_of(&own.key_id()).is_none() {
-            let _ = t.add("this browser's key", &own.public_key_base64());
+    if let Some(pk) = crate::web::store::own_public_key() {
+        let id = crate::core::sign::public_key_from_base64(&pk)
+            .map(|k| crate::core::sign::key_id(&k))
+            .ok();
+        if id.is_some() && id != forgotten && id.as_deref().is_some_and(|i| t.name_of(i).is_none())
+        {
+            let _ = t.add("this browser's key", &pk);
         }
     }
     t
@@ -87,11 +88,22 @@ fn save_trusted(t: &TrustedKeys) {
 impl Library {
     /// A new library with the stored trusted keys.
     pub fn new() -> Self {
-        Self {
+        let lib = Self {
             entries: RwSignal::new(Vec::new()),
             selected: RwSignal::new(0),
             trusted: RwSignal::new(load_trusted()),
-        }
+        };
+        // A first visit makes its WebCrypto key asynchronously: trust it once it exists.
+        spawn_local(async move {
+            if crate::web::keystore::signer().await.is_ok() {
+                let t = load_trusted();
+                if t != lib.trusted.get_untracked() {
+                    lib.trusted.set(t);
+                    lib.retrust();
+                }
+            }
+        });
+        lib
     }
 
     /// Opens text as a new entry and selects it.

@@ -4,6 +4,7 @@
 pub mod fetch;
 pub mod files;
 pub mod host;
+pub mod keystore;
 pub mod runner;
 pub mod store;
 pub mod worker;

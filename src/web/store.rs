@@ -36,6 +36,37 @@ pub fn signing_key() -> Result<KeyPair, String> {
     Ok(k)
 }
 
+/// The public key of this browser's WebCrypto signing key (public; kept so the trust
+/// list can name it without waiting on IndexedDB).
+const OWN_PUBLIC_KEY_STORAGE: &str = "pinbench.own_public_key";
+
+/// Records this browser's WebCrypto public key.
+pub fn set_own_public_key(pk: &[u8; 32]) {
+    use base64::Engine as _;
+    if let Some(s) = web::storage() {
+        let _ = s.set_item(
+            OWN_PUBLIC_KEY_STORAGE,
+            &base64::engine::general_purpose::STANDARD.encode(pk),
+        );
+    }
+}
+
+/// This browser's own public key (base64): its WebCrypto key's, else its generated
+/// software key's; `None` for an imported key.
+pub fn own_public_key() -> Option<String> {
+    if !signing_key_generated_here() {
+        return None;
+    }
+    existing_signing_key()
+        .map(|k| k.public_key_base64())
+        .or_else(|| {
+            web::storage()?
+                .get_item(OWN_PUBLIC_KEY_STORAGE)
+                .ok()
+                .flatten()
+        })
+}
+
 /// Where this browser's signing key came from: generated here (trusted as this
 /// browser's key) or imported (trusted only when the user adds it to the trust list).
 const KEY_ORIGIN_STORAGE: &str = "pinbench.signing_key_origin";

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::core::chart::escape;
 use crate::core::metrics::{Dist, Windows};
 use crate::core::pins::{LoadStep, RunConfig};
-use crate::core::report::{self, Report, ReportError, SignatureBlock, Verification, ALG};
+use crate::core::report::{self, Report, ReportError, SignatureBlock, Verification};
 use crate::core::sign::{self, KeyPair};
 use crate::core::view;
 
@@ -346,16 +346,19 @@ impl Card {
 
     /// Signs the card.
     pub fn sign(&mut self, key: &KeyPair) -> Result<(), ReportError> {
-        self.signature = None;
-        let v = serde_json::to_value(&*self).map_err(|e| ReportError::Json(e.to_string()))?;
-        let sig = key.sign(&sign::canonical_bytes(&v)?);
-        self.signature = Some(SignatureBlock {
-            alg: ALG.into(),
-            key_id: key.key_id(),
-            public_key: key.public_key_base64(),
-            signature: base64::engine::general_purpose::STANDARD.encode(sig),
-        });
+        let bytes = self.signing_bytes()?;
+        self.signature = Some(SignatureBlock::ed25519(
+            &key.public_key(),
+            &key.sign(&bytes),
+        ));
         Ok(())
+    }
+
+    /// The bytes the card's signature covers (the card without its signature).
+    pub fn signing_bytes(&self) -> Result<Vec<u8>, ReportError> {
+        let mut unsigned = self.clone();
+        unsigned.signature = None;
+        Ok(sign::canonical_bytes(&unsigned)?)
     }
 
     /// Verifies the card's own signature.

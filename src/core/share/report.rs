@@ -231,6 +231,20 @@ pub struct SignatureBlock {
     pub signature: String,
 }
 
+impl SignatureBlock {
+    /// The block of an Ed25519 `signature` by `public_key`.
+    pub fn ed25519(public_key: &[u8; 32], signature: &[u8; 64]) -> Self {
+        use base64::Engine as _;
+        let b64 = &base64::engine::general_purpose::STANDARD;
+        SignatureBlock {
+            alg: ALG.into(),
+            key_id: sign::key_id(public_key),
+            public_key: b64.encode(public_key),
+            signature: b64.encode(signature),
+        }
+    }
+}
+
 /// A whole report document.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -321,18 +335,36 @@ impl Report {
 
     /// Signs (or re-signs) the report, with a freshly signed card of its body.
     pub fn sign(&mut self, key: &KeyPair) -> Result<(), ReportError> {
-        let mut card = Card::of(self)?;
-        card.sign(key)?;
-        self.card = Some(card);
-        let sig = key.sign(&self.signed_bytes()?);
-        use base64::Engine as _;
-        self.signature = Some(SignatureBlock {
-            alg: ALG.into(),
-            key_id: key.key_id(),
-            public_key: key.public_key_base64(),
-            signature: base64::engine::general_purpose::STANDARD.encode(sig),
-        });
+        let pk = key.public_key();
+        let card = self.card_to_sign()?;
+        self.attach_card_signature(SignatureBlock::ed25519(&pk, &key.sign(&card)));
+        let body = self.signed_bytes()?;
+        self.attach_signature(SignatureBlock::ed25519(&pk, &key.sign(&body)));
         Ok(())
+    }
+
+    /// Signing in two phases, for a signer that answers later (a non-extractable
+    /// WebCrypto key): puts a fresh unsigned card of the body in the report and returns
+    /// the bytes its signature covers. Then [`Self::attach_card_signature`],
+    /// [`Self::signed_bytes`] and [`Self::attach_signature`], in that order.
+    pub fn card_to_sign(&mut self) -> Result<Vec<u8>, ReportError> {
+        self.signature = None;
+        let card = Card::of(self)?;
+        let bytes = card.signing_bytes()?;
+        self.card = Some(card);
+        Ok(bytes)
+    }
+
+    /// Attaches the card's signature (see [`Self::card_to_sign`]).
+    pub fn attach_card_signature(&mut self, block: SignatureBlock) {
+        if let Some(c) = self.card.as_mut() {
+            c.signature = Some(block);
+        }
+    }
+
+    /// Attaches the report's signature over [`Self::signed_bytes`].
+    pub fn attach_signature(&mut self, block: SignatureBlock) {
+        self.signature = Some(block);
     }
 
     /// Compact JSON text (no indentation: a 10,000-request report is a third smaller, and

@@ -1,0 +1,166 @@
+//! This browser's signing key. Where the browser supports Ed25519 in WebCrypto, the key
+//! is generated **non-extractable** and kept in IndexedDB: the page can ask it to sign,
+//! but no script (nor the user) can read its secret. Where it does not, the key is a
+//! software key whose secret sits in this origin's `localStorage` (the page says so). A
+//! key the user imports is always a software key, and is never trusted by itself.
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+use crate::core::report::{Report, SignatureBlock};
+use crate::core::sign::{self, KeyPair};
+use crate::web::store;
+
+#[wasm_bindgen(inline_js = r#"
+const DB = "pinbench", STORE = "keys", ID = "signing";
+function open() {
+  return new Promise((resolve, reject) => {
+    const r = indexedDB.open(DB, 1);
+    r.onupgradeneeded = () => r.result.createObjectStore(STORE);
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+}
+function tx(db, mode, f) {
+  return new Promise((resolve, reject) => {
+    const t = db.transaction(STORE, mode);
+    const req = f(t.objectStore(STORE));
+    t.oncomplete = () => resolve(req.result);
+    t.onerror = () => reject(t.error);
+  });
+}
+async function load() {
+  const db = await open();
+  try { return (await tx(db, "readonly", (s) => s.get(ID))) ?? null; } finally { db.close(); }
+}
+async function generate() {
+  let pair;
+  try { pair = await crypto.subtle.generateKey({ name: "Ed25519" }, false, ["sign", "verify"]); }
+  catch { return null; }
+  const publicRaw = new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey));
+  const entry = { privateKey: pair.privateKey, publicRaw };
+  const db = await open();
+  try { await tx(db, "readwrite", (s) => s.put(entry, ID)); } finally { db.close(); }
+  return entry;
+}
+// One key per browser even when several callers ask at once on a first visit.
+let pending = null;
+export function pb_key_get_or_create() {
+  if (!globalThis.crypto?.subtle || typeof indexedDB === "undefined") return Promise.resolve(null);
+  pending ??= (async () => (await load()) ?? (await generate()))().catch((e) => { pending = null; throw e; });
+  return pending;
+}
+export async function pb_key_sign(privateKey, bytes) {
+  return new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, privateKey, bytes));
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(catch)]
+    fn pb_key_get_or_create() -> Result<js_sys::Promise, JsValue>;
+    #[wasm_bindgen(catch)]
+    fn pb_key_sign(private_key: &JsValue, bytes: &[u8]) -> Result<js_sys::Promise, JsValue>;
+}
+
+/// A key that can sign reports.
+#[derive(Clone, Debug)]
+pub enum Signer {
+    /// A non-extractable WebCrypto Ed25519 key kept in IndexedDB.
+    WebCrypto {
+        /// The `CryptoKey` handle (its secret never reaches the page).
+        private_key: JsValue,
+        /// Its public key.
+        public_key: [u8; 32],
+    },
+    /// A software key whose secret is in `localStorage` (imported, or a browser without
+    /// WebCrypto Ed25519).
+    Software(KeyPair),
+}
+
+impl Signer {
+    /// The public key.
+    pub fn public_key(&self) -> [u8; 32] {
+        match self {
+            Signer::WebCrypto { public_key, .. } => *public_key,
+            Signer::Software(k) => k.public_key(),
+        }
+    }
+
+    /// The key's fingerprint.
+    pub fn key_id(&self) -> String {
+        sign::key_id(&self.public_key())
+    }
+
+    /// Where the secret lives, in words for the page.
+    pub fn where_kept(&self) -> &'static str {
+        match self {
+            Signer::WebCrypto { .. } => {
+                "non-extractable WebCrypto key in this browser's IndexedDB (its secret cannot be read or exported)"
+            }
+            Signer::Software(_) => {
+                "software key: its secret is in this site's localStorage (this browser has no WebCrypto Ed25519, or the key was imported)"
+            }
+        }
+    }
+
+    /// Signs `message`.
+    pub async fn sign(&self, message: &[u8]) -> Result<[u8; 64], String> {
+        match self {
+            Signer::Software(k) => Ok(k.sign(message)),
+            Signer::WebCrypto { private_key, .. } => {
+                let p = pb_key_sign(private_key, message).map_err(js)?;
+                let v = JsFuture::from(p).await.map_err(js)?;
+                let bytes = js_sys::Uint8Array::new(&v).to_vec();
+                bytes
+                    .try_into()
+                    .map_err(|_| "WebCrypto returned a signature that is not 64 bytes".into())
+            }
+        }
+    }
+
+    /// Signs `report` (its card, then itself).
+    pub async fn sign_report(&self, report: &mut Report) -> Result<(), String> {
+        let pk = self.public_key();
+        let card = report.card_to_sign().map_err(|e| e.to_string())?;
+        report.attach_card_signature(SignatureBlock::ed25519(&pk, &self.sign(&card).await?));
+        let body = report.signed_bytes().map_err(|e| e.to_string())?;
+        report.attach_signature(SignatureBlock::ed25519(&pk, &self.sign(&body).await?));
+        Ok(())
+    }
+}
+
+fn js(e: JsValue) -> String {
+    crate::web::fetch::js_err(e)
+}
+
+fn entry_signer(v: &JsValue) -> Option<Signer> {
+    if v.is_null() || v.is_undefined() {
+        return None;
+    }
+    let private_key = js_sys::Reflect::get(v, &"privateKey".into()).ok()?;
+    let raw = js_sys::Reflect::get(v, &"publicRaw".into()).ok()?;
+    let public_key: [u8; 32] = js_sys::Uint8Array::new(&raw).to_vec().try_into().ok()?;
+    Some(Signer::WebCrypto {
+        private_key,
+        public_key,
+    })
+}
+
+/// This browser's signer: a software key already in `localStorage` (imported by the
+/// user, or made by an earlier version); else the WebCrypto key in IndexedDB, generated
+/// non-extractable on first use; else (no WebCrypto Ed25519) a new software key.
+pub async fn signer() -> Result<Signer, String> {
+    // A key the user imported, or a software key made by an earlier version: kept.
+    if let Some(k) = store::existing_signing_key() {
+        return Ok(Signer::Software(k));
+    }
+    if let Ok(p) = pb_key_get_or_create() {
+        if let Ok(v) = JsFuture::from(p).await {
+            if let Some(s) = entry_signer(&v) {
+                store::set_own_public_key(&s.public_key());
+                return Ok(s);
+            }
+        }
+    }
+    // No WebCrypto Ed25519 here: a software key in localStorage.
+    store::signing_key().map(Signer::Software)
+}
