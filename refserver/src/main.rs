@@ -253,7 +253,18 @@ async fn accept_loop(
                         serve_conn(TokioIo::new(stream), st).await;
                     }
                 }
-                None => serve_conn(TokioIo::new(tcp), st).await,
+                None => {
+                    // A connection that sends nothing is dropped (the first request's
+                    // bytes must come within the timeout); idle keep-alive connections
+                    // between requests are left to the client, as before.
+                    let mut first = [0u8; 1];
+                    let peek = tokio::time::timeout(HEADER_READ_TIMEOUT, tcp.peek(&mut first));
+                    if let Ok(Ok(n)) = peek.await {
+                        if n > 0 {
+                            serve_conn(TokioIo::new(tcp), st).await;
+                        }
+                    }
+                }
             }
         });
     }
@@ -263,7 +274,7 @@ async fn accept_loop(
 const MAX_CONNECTIONS: usize = 4096;
 /// Longest a TLS handshake may take.
 const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-/// Longest a client may take to send a request's headers.
+/// Longest a new connection may take to send its first bytes.
 const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 async fn serve_conn<I>(io: TokioIo<I>, state: Arc<AppState>)
@@ -271,10 +282,7 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let svc = service_fn(move |req| http::handle(state.clone(), req));
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    let _ = builder.serve_connection(io, svc).await;
+    let _ = auto::Builder::new(TokioExecutor::new())
+        .serve_connection(io, svc)
+        .await;
 }
