@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::pins::Provenance;
+use super::pins::{parse_param_count, Provenance};
 
 /// An inference engine recognised from what its endpoint says about itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -267,20 +267,6 @@ pub fn read_models(url: &str, status: u16, body: &str) -> Result<ProbeRead, Prob
     })
 }
 
-/// Parses a size such as Ollama's `parameter_size` ("8.0B", "270M") into a count.
-fn parse_size(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let (num, mult) = match t.chars().last()?.to_ascii_uppercase() {
-        'K' => (&t[..t.len() - 1], 1e3),
-        'M' => (&t[..t.len() - 1], 1e6),
-        'B' => (&t[..t.len() - 1], 1e9),
-        'T' => (&t[..t.len() - 1], 1e12),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num.trim().parse().ok()?;
-    (v.is_finite() && v > 0.0 && v * mult < 9.0e15).then(|| (v * mult).round() as u64)
-}
-
 /// Reads one follow-up's answer into `fills` (an answer that is not 200 or not of the
 /// expected shape adds nothing). `url` is where it came from.
 pub fn read_answer(kind: FollowUpKind, url: &str, status: u16, body: &str, fills: &mut Vec<Fill>) {
@@ -362,7 +348,10 @@ pub fn read_answer(kind: FollowUpKind, url: &str, status: u16, body: &str, fills
                     n.to_string(),
                     "model_info[\"general.parameter_count\"]",
                 );
-            } else if let Some(n) = v["details"]["parameter_size"].as_str().and_then(parse_size) {
+            } else if let Some(n) = v["details"]["parameter_size"]
+                .as_str()
+                .and_then(parse_param_count)
+            {
                 f("model_params", n.to_string(), "details.parameter_size");
             }
             if let Some(q) = v["details"]["quantization_level"].as_str() {

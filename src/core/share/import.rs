@@ -1060,21 +1060,15 @@ fn aiperf_records(title: &str, text: &str) -> Result<Imported, ImportError> {
     let (prompt_mean, output_mean) = (mean(&plens), mean(&olens));
     // The load is not in this file: the most requests in flight at once stands in for
     // the closed-loop concurrency the summaries are computed under (stated as measured).
-    let mut ev: Vec<(u64, i32)> = measured
-        .iter()
-        .flat_map(|r| [(r.t_send_us, 1), (r.t_send_us.saturating_add(r.e2e_us), -1)])
-        .collect();
-    ev.sort();
-    let (mut cur, mut peak) = (0i32, 1i32);
-    for (_, d) in ev {
-        cur += d;
-        peak = peak.max(cur);
-    }
+    let peak = metrics::max_overlap(
+        measured
+            .iter()
+            .map(|r| (r.t_send_us, r.t_send_us.saturating_add(r.e2e_us))),
+    )
+    .max(1);
     let requests = requests_of(
         raws,
-        LoadStep::Closed {
-            concurrency: peak as u32,
-        },
+        LoadStep::Closed { concurrency: peak },
         ChunkTimes::Every,
         vec![
             (

@@ -572,7 +572,7 @@ pub fn in_flight_timeline(records: &[&RequestRecord]) -> Vec<(u64, u32, u32)> {
 }
 
 /// Most of the `[start, end)` intervals that overlap at one instant.
-fn max_overlap(intervals: impl Iterator<Item = (u64, u64)>) -> u32 {
+pub fn max_overlap(intervals: impl Iterator<Item = (u64, u64)>) -> u32 {
     // Ends sort before starts at the same instant (0 < 1).
     let mut ev: Vec<(u64, u8)> = intervals
         .filter(|(s, e)| e > s)
