@@ -264,6 +264,9 @@ fn models(state: &AppState) -> Response<RespBody> {
                 "kv_capacity_tokens": p.kv_capacity_tokens, "max_num_seqs": p.max_num_seqs,
                 "batching": p.batching, "prefill_budget_tokens": p.prefill_budget_tokens,
                 "tokens_per_event": p.tokens_per_event,
+                // Prompts are prefilled in chunks of the prefill budget beside decoding.
+                "phases": "chunked_prefill",
+                "dtype": if p.bytes_per_param == 2.0 { "bf16".to_owned() } else { format!("{} bytes/param", p.bytes_per_param) },
                 "engine": format!("pinbench-refserver {}", env!("CARGO_PKG_VERSION")),
             }
         }]}),

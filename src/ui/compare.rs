@@ -67,16 +67,20 @@ pub fn ComparePage() -> impl IntoView {
                     let state = if verdict == Verdict::Comparable { "comparable" } else { "not-comparable" };
                     view! {
                         <p class="compare__verdict" data-testid="compare-verdict" data-state=state role="status">{verdict.sentence()}</p>
+                        <div class="table-scroll" tabindex="0" role="region" aria-label="Pins compared">
                         <table class="compare__table" data-testid="compare-table">
                             <thead><tr><th scope="col">"pin"</th>{titles.iter().map(|t| view! { <th scope="col">{t.clone()}</th> }).collect_view()}</tr></thead>
                             <tbody>
                                 {pins.into_iter().map(|r| row_view(r, "compare-row")).collect_view()}
                             </tbody>
                         </table>
+                        </div>
+                        <div class="table-scroll" tabindex="0" role="region" aria-label="Numbers compared">
                         <table class="compare__table" data-testid="compare-numbers">
                             <caption>"Numbers (each with its window; shown, never judged)"</caption>
                             <tbody>{numbers.into_iter().map(|r| row_view(r, "compare-number")).collect_view()}</tbody>
                         </table>
+                        </div>
                     }.into_any()
                 }
             }}

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 
 pub mod card;
 pub mod compare;
+pub mod form;
 pub mod run;
 pub mod viewer;
 

@@ -6,6 +6,8 @@ use std::rc::Rc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
+use crate::core::chart;
+use crate::core::live::LiveSeries;
 use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{self, wire_name, FitInputs, Provenance, RawConfig, RawField, RunConfig};
 use crate::core::probe;
@@ -20,19 +22,11 @@ use crate::web::worker::{PageSink, WorkerRun};
 use crate::web::{self, fetch};
 use crate::web::{keystore, runner};
 
-/// Presets fill only workload pins (lengths and load), never model or server pins.
-const PRESETS: [(&str, &str, &str, &str, &str); 4] = [
-    ("chat", "chat 128→128, c=8", "128", "128", "8"),
-    ("agent", "agent 8000→256, c=16", "8000", "256", "16"),
-    (
-        "long-decode",
-        "long decode 8000→4000, c=16",
-        "8000",
-        "4000",
-        "16",
-    ),
-    ("single", "single stream 128→32, c=1", "128", "32", "1"),
-];
+use super::form;
+
+/// The default endpoint: the reference server's HTTP/2 address (`scripts/serve.sh`), on
+/// which every preset can run (over http:// a browser keeps at most 6 requests in flight).
+const DEFAULT_ENDPOINT: &str = "https://127.0.0.1:8443";
 
 /// The URL fragment that carries shared pins.
 const SHARE_PREFIX: &str = "#pins=";
@@ -50,7 +44,7 @@ fn initial_form() -> (RawConfig, bool) {
     }
     let mut r = RawConfig::default();
     for (name, text) in [
-        ("endpoint_url", "http://127.0.0.1:8000"),
+        ("endpoint_url", DEFAULT_ENDPOINT),
         ("dialect", "completions"),
         ("load_mode", "closed"),
     ] {
@@ -59,14 +53,6 @@ fn initial_form() -> (RawConfig, bool) {
         }
     }
     (r, false)
-}
-
-fn provenance_label(p: &Provenance) -> String {
-    match p {
-        Provenance::Declared => "declared".into(),
-        Provenance::Probed { url, field } => format!("probed: {url} {field}"),
-        Provenance::Measured { what } => format!("measured: {what}"),
-    }
 }
 
 /// A run in progress: in a dedicated worker, or on this page where workers are
@@ -492,6 +478,7 @@ pub fn RunPage() -> impl IntoView {
         }
     });
     let probe_msg = RwSignal::new(String::new());
+    let cert_help = RwSignal::new(None::<String>);
     let running = RwSignal::new(false);
     let progress = RwSignal::new(Progress::default());
     let report = RwSignal::new(None::<Report>);
@@ -562,36 +549,11 @@ pub fn RunPage() -> impl IntoView {
     let pinned = Memo::new(move |_| form.with(|f| RunConfig::try_from(f)));
     let fit = Memo::new(move |_| form.with(|f| pins::fit_check(&FitInputs::from_raw(f))));
 
-    let set_field = move |name: &'static str, text: String| {
-        form.update(|f| {
-            if let Some(field) = f.field_mut(name) {
-                *field = RawField::declared(text);
-            }
-        })
-    };
-    let apply_preset = move |p: (
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-        &'static str,
-    )| {
-        form.update(|f| {
-            for (name, text) in [
-                ("prompt_tokens", p.2),
-                ("output_tokens", p.3),
-                ("load_mode", "closed"),
-                ("concurrency", p.4),
-            ] {
-                if let Some(field) = f.field_mut(name) {
-                    *field = RawField::declared(text);
-                }
-            }
-        })
-    };
+    let apply_preset = move |p: &'static pins::Preset| form.update(|f| p.apply(f));
     let on_probe = move |_| {
         let base = form.with_untracked(|f| f.endpoint_url.text.clone());
         probe_msg.set("Probing…".into());
+        cert_help.set(None);
         spawn_local(async move {
             match probe(&base).await {
                 Ok((fills, snapshots)) => {
@@ -606,7 +568,16 @@ pub fn RunPage() -> impl IntoView {
                     });
                     probe_msg.set(format!("Probed: {}", names.join(", ")));
                 }
-                Err(e) => probe_msg.set(e),
+                Err(e) => {
+                    // An https endpoint that cannot be read may be a self-signed certificate
+                    // the browser has not accepted yet (the reference server's is).
+                    if let Some(b) =
+                        pins::parse_base_url(&base).filter(|b| b.starts_with("https://"))
+                    {
+                        cert_help.set(Some(format!("{b}/v1/models")));
+                    }
+                    probe_msg.set(e);
+                }
             }
         });
     };
@@ -779,40 +750,52 @@ pub fn RunPage() -> impl IntoView {
         }
     };
 
-    let fields = RawConfig::FIELDS
-        .iter()
-        .map(|&(name, pin)| {
-            let label = name.replace('_', " ");
-            let value =
-                move || form.with(|f| f.field(name).map(|x| x.text.clone()).unwrap_or_default());
-            let source = move || {
-                form.with(|f| {
-                    f.field(name)
-                        .map(|x| provenance_label(&x.source))
-                        .unwrap_or_default()
-                })
-            };
-            let missing = move || {
-                pinned.with(|p| {
-                    p.as_ref()
-                        .err()
-                        .is_some_and(|e| e.problems().iter().any(|q| q.field == name))
-                })
-            };
-            view! {
-                <div class="pin" class:pin--missing=missing data-pin=pin.label()>
-                    <label for=format!("pin-{name}")>{label}</label>
-                    <input
-                        id=format!("pin-{name}")
-                        data-testid=format!("pin-{name}")
-                        prop:value=value
-                        on:input=move |ev| set_field(name, event_target_value(&ev))
-                    />
-                    <span class="pin__source" data-testid=format!("source-{name}")>{source}</span>
-                </div>
-            }
+    let live = RwSignal::new(LiveSeries::new());
+    Effect::new(move |_| {
+        let p = progress.get();
+        if p.started_us > 0 {
+            live.update(|l| l.push(&p));
+        }
+    });
+    // Status changes, announced to screen readers.
+    let status = Memo::new(move |_| {
+        if running.get() {
+            "A run is in progress.".to_owned()
+        } else if report.with(Option::is_some) {
+            "The run finished: its signed report is below.".to_owned()
+        } else if !run_error.get().is_empty() {
+            "The run stopped with an error.".to_owned()
+        } else {
+            String::new()
+        }
+    });
+    let summary = Memo::new(move |_| {
+        pinned.with(|p| {
+            p.as_ref()
+                .ok()
+                .map(|c| (pins::plan_summary(c, None), c.load.value.steps.len()))
         })
-        .collect_view();
+    });
+
+    let api_key_view = view! {
+        <div class="field" data-field="api_key">
+            <label class="field__label" for="api-key">"API key"</label>
+            <div class="field__control">
+                <input id="api-key" class="field__input" type="password" data-testid="api-key" autocomplete="off" aria-describedby="api-key-help" prop:value=move || api_key.get() on:input=move |ev| {
+                    api_key.set(event_target_value(&ev));
+                    key_origin.set(endpoint_origin());
+                    key_note.set(String::new());
+                } />
+            </div>
+            <p class="field__help" id="api-key-help">"Kept in memory and sent only to the origin it was typed for; never in reports or links."</p>
+            <p class="pin__note" data-testid="api-key-note" role="status">{move || key_note.get()}</p>
+            <label class="field__check">
+                <input type="checkbox" data-testid="remember-key" prop:checked=move || remember.get() on:change=move |ev| remember.set(event_target_checked(&ev)) />
+                " remember in this browser"
+            </label>
+        </div>
+    }
+    .into_any();
 
     view! {
         <section class="run" aria-label="Run a benchmark">
@@ -837,98 +820,180 @@ pub fn RunPage() -> impl IntoView {
                     )}
                 </p>
             })}
-            <div class="run__presets" role="group" aria-label="Workload presets">
-                {PRESETS
-                    .iter()
-                    .map(|&p| view! { <button data-testid=format!("preset-{}", p.0) on:click=move |_| apply_preset(p)>{p.1}</button> })
-                    .collect_view()}
-                <button data-testid="probe" on:click=on_probe>"Probe endpoint"</button>
-                <span data-testid="probe-message" role="status">{move || probe_msg.get()}</span>
-            </div>
-            <div class="run__form">
-                {fields}
-                <div class="pin">
-                    <label for="api-key">"API key (memory only)"</label>
-                    <input id="api-key" type="password" data-testid="api-key" autocomplete="off" prop:value=move || api_key.get() on:input=move |ev| {
-                        api_key.set(event_target_value(&ev));
-                        key_origin.set(endpoint_origin());
-                        key_note.set(String::new());
-                    } />
-                    <p class="pin__note" data-testid="api-key-note" role="status">{move || key_note.get()}</p>
-                    <label>
-                        <input type="checkbox" data-testid="remember-key" prop:checked=move || remember.get() on:change=move |ev| remember.set(event_target_checked(&ev)) />
-                        " remember in this browser"
-                    </label>
+            <div class="run__toolbar">
+                <div class="run__presets" role="group" aria-labelledby="presets-label">
+                    <span class="run__toolbar-label" id="presets-label">"Workload presets"</span>
+                    {pins::PRESETS
+                        .iter()
+                        .map(|p| {
+                            let on = move || form.with(|f| p.all_fills().all(|(n, t)| f.field(n).is_some_and(|x| x.text == t)));
+                            view! {
+                                <button
+                                    type="button"
+                                    class="chip"
+                                    aria-pressed=move || if on() { "true" } else { "false" }
+                                    data-testid=format!("preset-{}", p.id)
+                                    on:click=move |_| apply_preset(p)
+                                >
+                                    {p.label}
+                                </button>
+                            }
+                        })
+                        .collect_view()}
                 </div>
+                <div class="run__probe">
+                    <button type="button" class="btn" data-testid="probe" on:click=on_probe>"Probe endpoint"</button>
+                    <span class="run__probe-msg" data-testid="probe-message" role="status">{move || probe_msg.get()}</span>
+                </div>
+                {move || cert_help.get().map(|url| view! {
+                    <p class="notice" data-testid="cert-help" role="note">
+                        "If this endpoint uses a self-signed certificate (the reference server's does), the browser refuses it until you accept it once: open "
+                        <a href=url.clone() target="_blank" rel="noopener" data-testid="cert-link">{url.clone()}</a>
+                        ", accept the warning (Advanced → Proceed), then come back and press Probe endpoint again."
+                    </p>
+                })}
             </div>
-            <div class="run__checklist" data-testid="checklist" aria-live="polite">
-                {move || match pinned.get() {
-                    Ok(_) => view! { <p data-testid="all-pinned">"Every pin is set."</p> }.into_any(),
-                    Err(e) => view! {
-                        <p>"Start is disabled until every pin is set. Missing or invalid:"</p>
-                        <ul>
-                            {e.problems()
-                                .iter()
-                                .map(|p| view! { <li data-testid=format!("missing-{}", p.field)>{p.to_string()}</li> })
-                                .collect_view()}
-                        </ul>
-                    }
-                        .into_any(),
-                }}
+            <div class="run__layout">
+                <div class="run__form">
+                    {form::sections_view(form, pinned, api_key_view)}
+                    <details class="run__more">
+                        <summary>"Goodput SLOs (optional)"</summary>
+                        <fieldset class="run__slo">
+                            <legend>"A request counts toward goodput when it meets every limit set (ms)."</legend>
+                            <label>"TTFT ≤ " <input class="field__input field__input--short" data-testid="slo-ttft" aria-label="SLO: TTFT, ms" inputmode="decimal" prop:value=move || slo_fields.get().0 on:input=move |ev| slo_fields.update(|f| f.0 = event_target_value(&ev)) /> " ms"</label>
+                            <label>"TPOT ≤ " <input class="field__input field__input--short" data-testid="slo-tpot" aria-label="SLO: TPOT, ms" inputmode="decimal" prop:value=move || slo_fields.get().1 on:input=move |ev| slo_fields.update(|f| f.1 = event_target_value(&ev)) /> " ms"</label>
+                            <label>"E2E ≤ " <input class="field__input field__input--short" data-testid="slo-e2e" aria-label="SLO: E2E latency, ms" inputmode="decimal" prop:value=move || slo_fields.get().2 on:input=move |ev| slo_fields.update(|f| f.2 = event_target_value(&ev)) /> " ms"</label>
+                        </fieldset>
+                    </details>
+                    <details class="run__more">
+                        <summary>"Signing key"</summary>
+                        <div class="run__key" role="group" aria-label="Signing key">
+                            <p>
+                                <span data-testid="key-id" title=move || key_where.get()>{move || format!("signing key {}", key_id.get())}</span>
+                                " · "
+                                <span class="pin__note" data-testid="key-where">{move || key_where.get()}</span>
+                            </p>
+                            <button type="button" class="btn" data-testid="key-export" on:click=on_key_export>"Export signing key"</button>
+                            <label for="key-import">"Import a signing key (exported JSON or base64 secret)"</label>
+                            <input id="key-import" class="field__input" type="password" data-testid="key-import" autocomplete="off" prop:value=move || key_import.get() on:input=move |ev| key_import.set(event_target_value(&ev)) />
+                            <button type="button" class="btn" data-testid="key-import-button" on:click=on_key_import>"Import"</button>
+                            <span data-testid="key-message" role="status">{move || key_msg.get()}</span>
+                        </div>
+                    </details>
+                </div>
+                <aside class="run__aside" aria-label="Before Start">
+                    <div class="panel run__checklist" data-testid="checklist" aria-live="polite">
+                        <h3 class="panel__title">"Checklist"</h3>
+                        {move || match pinned.get() {
+                            Ok(_) => view! { <p class="ok" data-testid="all-pinned">"Every pin is set."</p> }.into_any(),
+                            Err(e) => view! {
+                                <p>{format!("Start is disabled until every pin is set. Missing or invalid ({}):", e.problems().len())}</p>
+                                <ul class="checklist">
+                                    {e.problems()
+                                        .iter()
+                                        .map(|p| {
+                                            let target = format!("pin-{}", p.field);
+                                            view! {
+                                                <li data-testid=format!("missing-{}", p.field)>
+                                                    <a href=format!("#{target}") on:click=move |ev| {
+                                                        ev.prevent_default();
+                                                        focus_id(&target);
+                                                    }>{p.to_string()}</a>
+                                                </li>
+                                            }
+                                        })
+                                        .collect_view()}
+                                </ul>
+                            }
+                                .into_any(),
+                        }}
+                    </div>
+                    <div class=move || format!("panel run__fit run__fit--{}", wire_name(&fit.get().verdict)) data-testid="fit-check">
+                        <h3 class="panel__title">{move || format!("Fit check: {}", fit.get().verdict.label())}</h3>
+                        <ul>{move || fit.get().lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}</ul>
+                    </div>
+                    <div class="panel" data-testid="plan-summary">
+                        <h3 class="panel__title">"What will run"</h3>
+                        {move || match summary.get() {
+                            None => view! { <p>"Set every pin to see what will run."</p> }.into_any(),
+                            Some((s, steps)) => view! {
+                                <ul>
+                                    <li data-testid="plan-origin">{format!("Requests go to {}.", s.origin)}</li>
+                                    <li data-testid="plan-requests">{match s.requests {
+                                        Some(n) => format!("{n} requests over {steps} step{}.", if steps == 1 { "" } else { "s" }),
+                                        None => format!("{steps} step{} of timed windows.", if steps == 1 { "" } else { "s" }),
+                                    }}</li>
+                                    {s.tokens.map(|(p, o)| view! { <li data-testid="plan-tokens">{format!("≈ {} prompt tokens and {} output tokens.", group(p), group(o))}</li> })}
+                                    <li data-testid="plan-duration">{if s.duration.0 > 0 { format!("Roughly {} ({}).", duration_text(s.duration.0), s.duration.1) } else { format!("Duration: {}.", s.duration.1) }}</li>
+                                </ul>
+                            }.into_any(),
+                        }}
+                    </div>
+                    <div class="run__controls">
+                        <button type="button" class="btn btn--primary" data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=move |_| on_start(())>"Start"</button>
+                        <button type="button" class="btn" data-testid="stop" disabled=move || !running.get() on:click=on_stop>"Stop"</button>
+                    </div>
+                    <div class="field run__share">
+                        <label class="field__label" for="share-link">"Shareable link (pins only, never the API key)"</label>
+                        <input id="share-link" class="field__input" data-testid="share-link" readonly prop:value=move || {
+                            let loc = web_sys::window().map(|w| w.location());
+                            let here = loc.and_then(|l| Some(format!("{}{}", l.origin().ok()?, l.pathname().ok()?))).unwrap_or_default();
+                            let json = form.with(RawConfig::to_share_json);
+                            format!("{here}{SHARE_PREFIX}{}", String::from(js_sys::encode_uri_component(&json)))
+                        } />
+                    </div>
+                </aside>
             </div>
-            <div class="run__fit" data-testid="fit-check">
-                <strong>{move || format!("Fit check: {}", fit.get().verdict.label())}</strong>
-                <ul>{move || fit.get().lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}</ul>
-            </div>
-            <div class="pin run__share">
-                <label for="share-link">"Shareable link (pins only, never the API key)"</label>
-                <input id="share-link" data-testid="share-link" readonly prop:value=move || {
-                    let loc = web_sys::window().map(|w| w.location());
-                    let here = loc.and_then(|l| Some(format!("{}{}", l.origin().ok()?, l.pathname().ok()?))).unwrap_or_default();
-                    let json = form.with(RawConfig::to_share_json);
-                    format!("{here}{SHARE_PREFIX}{}", String::from(js_sys::encode_uri_component(&json)))
-                } />
-            </div>
-            <fieldset class="run__slo">
-                <legend>"Goodput SLOs (optional, ms; a request counts when it meets every one set)"</legend>
-                <label>"TTFT ≤ " <input data-testid="slo-ttft" aria-label="SLO: TTFT, ms" inputmode="decimal" prop:value=move || slo_fields.get().0 on:input=move |ev| slo_fields.update(|f| f.0 = event_target_value(&ev)) /></label>
-                <label>" TPOT ≤ " <input data-testid="slo-tpot" aria-label="SLO: TPOT, ms" inputmode="decimal" prop:value=move || slo_fields.get().1 on:input=move |ev| slo_fields.update(|f| f.1 = event_target_value(&ev)) /></label>
-                <label>" E2E ≤ " <input data-testid="slo-e2e" aria-label="SLO: E2E latency, ms" inputmode="decimal" prop:value=move || slo_fields.get().2 on:input=move |ev| slo_fields.update(|f| f.2 = event_target_value(&ev)) /></label>
-            </fieldset>
-            <div class="run__controls">
-                <button data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=move |_| on_start(())>"Start"</button>
-                <button data-testid="stop" disabled=move || !running.get() on:click=on_stop>"Stop"</button>
-                <span data-testid="key-id" title=move || key_where.get()>{move || format!("signing key {}", key_id.get())}</span>
-                <span class="pin__note" data-testid="key-where">{move || key_where.get()}</span>
-            </div>
-            <div class="run__key" role="group" aria-label="Signing key">
-                <button data-testid="key-export" on:click=on_key_export>"Export signing key"</button>
-                <label for="key-import">"Import a signing key (exported JSON or base64 secret)"</label>
-                <input id="key-import" type="password" data-testid="key-import" autocomplete="off" prop:value=move || key_import.get() on:input=move |ev| key_import.set(event_target_value(&ev)) />
-                <button data-testid="key-import-button" on:click=on_key_import>"Import"</button>
-                <span data-testid="key-message" role="status">{move || key_msg.get()}</span>
-            </div>
-            <div class="run__live" aria-label="Live progress">
-                {move || {
-                    let p = progress.get();
-                    let planned_ms = pinned.with(|c| c.as_ref().ok().and_then(|c| {
-                        let w = c.window.value;
-                        let ms = |s: pins::Span| match s { pins::Span::Duration { ms } => Some(ms), pins::Span::Requests { .. } => None };
-                        Some((ms(w.warmup)? + ms(w.measured)? + ms(w.cooldown)?) * c.load.value.steps.len() as u64)
-                    }));
-                    let elapsed_ms = p.now_us.saturating_sub(p.started_us) / 1000;
-                    view! {
-                        <label>"Requests "
-                            <progress data-testid="progress-requests" max=p.planned.unwrap_or(0).max(1).to_string() value=p.completed.to_string()></progress>
-                        </label>
-                        {planned_ms.map(|t| view! {
-                            <label>" Time "
-                                <progress data-testid="progress-time" max=t.max(1).to_string() value=elapsed_ms.min(t).to_string()></progress>
+            <p class="sr-only" role="status" aria-live="polite" data-testid="run-status">{move || status.get()}</p>
+            <section class="live" aria-label="Live progress" data-testid="live-view" hidden=move || !running.get() && live.with(|l| l == &LiveSeries::new())>
+                <h3 class="live__title">"Live"</h3>
+                <div class="live__bars">
+                    {move || {
+                        let p = progress.get();
+                        let planned_ms = pinned.with(|c| c.as_ref().ok().and_then(|c| {
+                            let w = c.window.value;
+                            let ms = |s: pins::Span| match s { pins::Span::Duration { ms } => Some(ms), pins::Span::Requests { .. } => None };
+                            Some((ms(w.warmup)? + ms(w.measured)? + ms(w.cooldown)?) * c.load.value.steps.len() as u64)
+                        }));
+                        let elapsed_ms = p.now_us.saturating_sub(p.started_us) / 1000;
+                        view! {
+                            <label>{format!("Requests {} / {}", p.dispatched, p.planned.map_or("?".into(), |n| n.to_string()))}
+                                <progress data-testid="progress-requests" max=p.planned.unwrap_or(0).max(1).to_string() value=p.completed.to_string()></progress>
                             </label>
-                        })}
-                    }
-                }}
-                <p data-testid="live">
+                            {planned_ms.map(|t| view! {
+                                <label>{format!("Time {} / {} s", elapsed_ms / 1000, t / 1000)}
+                                    <progress data-testid="progress-time" max=t.max(1).to_string() value=elapsed_ms.min(t).to_string()></progress>
+                                </label>
+                            })}
+                        }
+                    }}
+                </div>
+                <dl class="live__stats" data-testid="live-stats">
+                    {move || {
+                        let p = progress.get();
+                        let elapsed = (p.now_us.saturating_sub(p.started_us)) as f64 / 1e6;
+                        let q = |v: Option<[u64; 3]>| v.map_or("—".to_owned(), |[a, b, c]| format!("{} / {} / {} ms", pins::milli(a), pins::milli(b), pins::milli(c)));
+                        let errors = if p.errors.is_empty() { "none".to_owned() } else { p.errors.iter().map(|(k, n)| format!("{k} × {n}")).collect::<Vec<_>>().join(", ") };
+                        view! {
+                            <div><dt>"step"</dt><dd>{format!("{}/{}{}", p.step.0 + 1, p.step.1.max(1), p.phase.as_deref().map(|ph| format!(" · {ph}")).unwrap_or_default())}</dd></div>
+                            <div><dt>"in flight / target"</dt><dd>{format!("{} / {}", p.in_flight.0, p.in_flight.1)}</dd></div>
+                            <div><dt>"aggregate, since start"</dt><dd>{format!("{:.0} tok/s", if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 })}</dd></div>
+                            <div><dt>"TTFT p50 / p90 / p99 so far"</dt><dd data-testid="live-ttft">{q(p.ttft_q)}</dd></div>
+                            <div><dt>"TPOT p50 / p90 / p99 so far"</dt><dd data-testid="live-tpot">{q(p.tpot_q)}</dd></div>
+                            <div><dt>"errors"</dt><dd data-testid="live-errors" class:bad=!p.errors.is_empty()>{errors}</dd></div>
+                        }
+                    }}
+                </dl>
+                <div class="live__charts chart-row" data-testid="live-charts">
+                    {move || {
+                        let target = progress.with(|p| p.in_flight.1);
+                        live.with(|l| l.charts(target))
+                            .into_iter()
+                            .map(|c| view! { <figure class="chart-box" inner_html=chart::render_svg(&c)></figure> })
+                            .collect_view()
+                    }}
+                </div>
+                <p class="live__line" data-testid="live">
                 {move || {
                     let p = progress.get();
                     let elapsed = (p.now_us.saturating_sub(p.started_us)) as f64 / 1e6;
@@ -955,17 +1020,51 @@ pub fn RunPage() -> impl IntoView {
                     )
                 }}
                 </p>
-                <p data-testid="page-lag">{move || page_lag_text.get()}</p>
-            </div>
+                <p class="live__line" data-testid="page-lag">{move || page_lag_text.get()}</p>
+            </section>
             <p class="run__error" data-testid="run-error" role="alert">{move || run_error.get()}</p>
             {move || unsigned.get().map(|_| view! {
-                <button data-testid="download-unsigned" on:click=on_download_unsigned>"Download the records unsigned, with the error"</button>
+                <button type="button" class="btn" data-testid="download-unsigned" on:click=on_download_unsigned>"Download the records unsigned, with the error"</button>
             })}
             {move || report.get().map(|r| view! {
                 {results_view(&r, on_download)}
-                <button data-testid="dismiss-report" on:click=on_dismiss>"Dismiss this report"</button>
+                <button type="button" class="btn" data-testid="dismiss-report" on:click=on_dismiss>"Dismiss this report"</button>
             })}
         </section>
+    }
+}
+
+/// Moves keyboard focus to the element with this id (a checklist entry's field).
+fn focus_id(id: &str) {
+    use wasm_bindgen::JsCast;
+    if let Some(el) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(id))
+        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+    {
+        let _ = el.focus();
+    }
+}
+
+/// 12345678 → "12,345,678".
+fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Seconds as "45 s", "3 min 20 s" or "2 h 5 min".
+fn duration_text(s: u64) -> String {
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
     }
 }
 

@@ -355,6 +355,7 @@ fn entry_view(e: Entry, lib: Library) -> AnyView {
 
 fn pin_table(rows: Vec<view::PinRow>) -> impl IntoView {
     view! {
+        <div class="table-scroll" tabindex="0" role="region" aria-label="Pins">
         <table class="pins" data-testid="pins-table">
             <caption>"Pins"</caption>
             <thead><tr><th scope="col">"pin"</th><th scope="col">"value"</th><th scope="col">"status"</th><th scope="col">"source"</th></tr></thead>
@@ -369,6 +370,7 @@ fn pin_table(rows: Vec<view::PinRow>) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+        </div>
     }
 }
 
@@ -399,7 +401,7 @@ fn import_view(i: &Imported) -> impl IntoView {
             <section class="step" data-testid="import-recomputed" aria-label="Recomputed by pinbench">
                 <h4>{format!("Recomputed by pinbench from the file's {} requests ({} measured)", r.records.len(), r.summary.requests.measured)}</h4>
                 <p>{chunk_note}</p>
-                <div class="table-scroll">
+                <div class="table-scroll" tabindex="0" role="region" aria-label="Tool and pinbench side by side">
                 <table data-testid="import-side-by-side">
                     <caption>"The same requests under the tool's definition and pinbench's"</caption>
                     <thead><tr><th scope="col">"figure"</th><th scope="col">"tool"</th><th scope="col">"pinbench"</th><th scope="col">"tool's definition"</th><th scope="col">"same definition?"</th></tr></thead>
@@ -432,6 +434,7 @@ fn import_view(i: &Imported) -> impl IntoView {
                 {format!("Leaves unpinned or undisclosed: {}. Its numbers cannot be compared with a pinned run until these are known.", open.join(", "))}
             </p>
             {pin_table(s.pins.clone())}
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Numbers as the tool reported them">
             <table data-testid="import-numbers">
                 <caption>"Numbers as the tool reported them"</caption>
                 <tbody>
@@ -440,6 +443,7 @@ fn import_view(i: &Imported) -> impl IntoView {
                     }).collect_view()}
                 </tbody>
             </table>
+            </div>
             {requests}
         </article>
     }
@@ -450,9 +454,13 @@ fn headline_view(figures: Vec<view::Figure>) -> impl IntoView {
     view! {
         <dl class="headline" data-testid="headline">
             {figures.into_iter().map(|f| view! {
-                <div class="headline__fig" data-testid=format!("figure-{}", f.key)>
+                <div class=format!("headline__fig headline__fig--{}", f.scope) data-testid=format!("figure-{}", f.key)>
                     <dt>{f.label}</dt>
-                    <dd><strong>{f.value}</strong>" "<span class="headline__window">{format!("({})", f.window)}</span></dd>
+                    <dd>
+                        <strong class="headline__value">{f.value}</strong>
+                        <span class="scope" data-testid=format!("scope-{}", f.key)>{f.scope}</span>
+                        " "<span class="headline__window">{format!("({})", f.window)}</span>
+                    </dd>
                 </div>
             }).collect_view()}
         </dl>
@@ -688,7 +696,7 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
     view! {
         <div class="report__body" data-testid="report-body">
             <ul data-testid="report-notes">{b.notes.iter().map(|n| view! { <li><strong>{n.clone()}</strong></li> }).collect_view()}</ul>
-            <p data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
+            <p class=if b.client.invalid { "verdict verdict--bad" } else { "verdict verdict--ok" } data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
             <p data-testid="run-host">{format!("Measured by: {host}")}</p>
             <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
             <p class="results__pins" data-testid="report-pins-line">{pins_line}</p>
@@ -703,6 +711,7 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
             {pin_table(view::pin_rows(&b.config))}
             {steps}
             {sweep}
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Metric translator">
             <table class="translator" data-testid="translator">
                 <caption>"The same run under other tools' definitions (step 0)"</caption>
                 <thead><tr><th scope="col">"concept"</th><th scope="col">"pinbench"</th><th scope="col">"vLLM bench serve"</th><th scope="col">"AIPerf"</th><th scope="col">"guidellm"</th><th scope="col">"llmperf"</th></tr></thead>
@@ -721,6 +730,8 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
                     }).collect_view()}
                 </tbody>
             </table>
+            </div>
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Requests">
             <table data-testid="records-table">
                 <caption>{format!("Requests (first {} of {total}; the CSV has all)", total.min(50))}</caption>
                 <thead><tr><th>"#"</th><th>"step"</th><th>"outcome"</th><th>"protocol"</th><th>"prompt"</th><th>"output"</th><th>"TTFT"</th><th>"E2E"</th></tr></thead>
@@ -740,6 +751,7 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
                     }).collect_view()}
                 </tbody>
             </table>
+            </div>
         </div>
     }
 }
@@ -749,6 +761,7 @@ pub fn ttft_split_table(r: &crate::core::report::Report) -> impl IntoView {
     let rows = view::ttft_split(r, 0);
     (!rows.is_empty()).then(|| {
         view! {
+            <div class="table-scroll" tabindex="0" role="region" aria-label="Where TTFT went">
             <table data-testid="ttft-split">
                 <caption>"Where TTFT went (step 0, measured window, Resource Timing)"</caption>
                 <thead><tr><th scope="col">"part"</th><th scope="col">"p50"</th><th scope="col">"p99"</th><th scope="col">"requests"</th></tr></thead>
@@ -758,6 +771,7 @@ pub fn ttft_split_table(r: &crate::core::report::Report) -> impl IntoView {
                     }).collect_view()}
                 </tbody>
             </table>
+            </div>
         }
     })
 }

@@ -226,6 +226,12 @@ pub fn read_models(url: &str, status: u16, body: &str) -> Result<ProbeRead, Prob
     if let Some(b) = pb["batching"].as_str() {
         f("scheduling", b.to_owned(), "data[0].pinbench.batching");
     }
+    if let Some(ph) = pb["phases"].as_str() {
+        f("phases", ph.to_owned(), "data[0].pinbench.phases");
+    }
+    if let Some(d) = pb["dtype"].as_str() {
+        f("model_quant", d.to_owned(), "data[0].pinbench.dtype");
+    }
     if let Some(e) = pb["engine"].as_str() {
         f("model_engine", e.to_owned(), "data[0].pinbench.engine");
     } else if let Some(e) = engine {
@@ -469,6 +475,28 @@ mod tests {
         assert_eq!(
             fills.iter().filter(|x| x.field == "model_engine").count(),
             1
+        );
+    }
+
+    #[test]
+    fn reference_server_probe_fills_every_server_pin() {
+        let body = r#"{"object":"list","data":[{"id":"pinbench-8b","object":"model","owned_by":"pinbench","max_model_len":8192,"pinbench":{"params":8030000000,"kv_capacity_tokens":430000,"max_num_seqs":256,"batching":"continuous","phases":"chunked_prefill","dtype":"bf16","engine":"pinbench-refserver 0.1.0"}}]}"#;
+        let r = read_models("http://h/v1/models", 200, body).expect("reads");
+        let mut got: Vec<&str> = r.fills.iter().map(|f| f.field).collect();
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            [
+                "kv_capacity",
+                "max_model_len",
+                "max_num_seqs",
+                "model_engine",
+                "model_id",
+                "model_params",
+                "model_quant",
+                "phases",
+                "scheduling"
+            ]
         );
     }
 

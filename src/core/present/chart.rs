@@ -76,6 +76,10 @@ pub struct Chart {
     pub y_label: String,
     /// Logarithmic x axis.
     pub x_log: bool,
+    /// X values are whole numbers (ticks only on integers).
+    pub x_integer: bool,
+    /// Y values are whole numbers, e.g. counts (ticks only on integers).
+    pub y_integer: bool,
     /// The series.
     pub series: Vec<Series>,
     /// Shaded windows.
@@ -104,10 +108,40 @@ pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     out
 }
 
-/// Decade ticks for a log axis.
-fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+/// Ticks for a log axis inside `[lo, hi]`: decades, plus 2× and 5× when the range spans
+/// under three decades, so a range inside one decade (12–90 ms) still has labelled ticks.
+pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi.is_finite() && hi >= lo) {
+        return Vec::new();
+    }
     let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
-    (a..=b.min(a + 12)).map(|e| 10f64.powi(e)).collect()
+    let b = b.min(a + 12);
+    let mults: &[f64] = if b - a <= 3 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+    let inside: Vec<f64> = (a..=b)
+        .flat_map(|e| mults.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(|v| *v >= lo * (1.0 - 1e-9) && *v <= hi * (1.0 + 1e-9))
+        .collect();
+    if inside.len() >= 2 {
+        return inside;
+    }
+    // Fewer than two nice values inside: label the ends.
+    let mut ends = vec![lo];
+    ends.extend(inside.into_iter().filter(|v| (v / lo - 1.0).abs() > 0.05));
+    if (hi / lo - 1.0).abs() > 0.05 {
+        ends.push(hi);
+    }
+    ends
+}
+
+/// Ticks on whole numbers only, covering `[lo, hi]` (steps of 1, 2, 5 × 10^k, at least 1).
+pub fn integer_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    let t = nice_ticks(lo, hi, n);
+    let step = t.windows(2).map(|w| w[1] - w[0]).next().unwrap_or(1.0);
+    if step >= 1.0 {
+        return t;
+    }
+    let (a, b) = (lo.ceil() as i64, hi.floor() as i64);
+    (a..=b).take(50).map(|v| v as f64).collect()
 }
 
 /// Compact number text for ticks.
@@ -202,13 +236,21 @@ pub fn render_svg(c: &Chart) -> String {
         );
         return s;
     }
-    if x1 <= x0 {
+    if c.x_integer && !c.x_log {
+        // Whole-number bars sit on their ticks, half a step from either edge.
+        x0 -= 0.5;
+        x1 += 0.5;
+    } else if x1 <= x0 {
         x1 = x0 + if c.x_log { x0.max(1.0) } else { 1.0 };
     }
     if y1 <= 0.0 {
         y1 = 1.0;
     }
-    let yt = nice_ticks(0.0, y1, 4);
+    let yt = if c.y_integer {
+        integer_ticks(0.0, y1.max(1.0), 4)
+    } else {
+        nice_ticks(0.0, y1, 4)
+    };
     let y1 = yt.last().copied().filter(|v| *v >= y1).unwrap_or(y1);
     let p = Proj {
         x0,
@@ -221,7 +263,7 @@ pub fn render_svg(c: &Chart) -> String {
         let (a, z) = (p.fx(b.x0), p.fx(b.x1));
         let _ = write!(
             s,
-            r##"<rect x="{a:.1}" y="{MT}" width="{:.1}" height="{:.1}" fill="#94a3b8" fill-opacity="0.18"><title>{l}</title></rect><text x="{:.1}" y="{:.1}" font-size="10" fill="#475569">{l}</text>"##,
+            r##"<rect x="{a:.1}" y="{MT}" width="{:.1}" height="{:.1}" fill="#94a3b8" fill-opacity="0.18"><title>{l}</title></rect><text x="{:.1}" y="{:.1}" font-size="10" fill="currentColor">{l}</text>"##,
             (z - a).max(0.5),
             H - MT - MB,
             a + 2.0,
@@ -248,6 +290,8 @@ pub fn render_svg(c: &Chart) -> String {
     }
     let xt = if c.x_log {
         log_ticks(x0, x1)
+    } else if c.x_integer {
+        integer_ticks(x0, x1, 6)
     } else {
         nice_ticks(x0, x1, 6)
     };
@@ -286,9 +330,10 @@ pub fn render_svg(c: &Chart) -> String {
                     let (px, py) = (p.fx(*x), p.fy(*y));
                     let _ = write!(
                         s,
-                        r#"<rect x="{:.1}" y="{py:.1}" width="{bw:.1}" height="{:.1}" fill="{color}"/>"#,
+                        r#"<rect x="{:.1}" y="{py:.1}" width="{bw:.1}" height="{:.1}" fill="{color}"><title>{}</title></rect>"#,
                         px - bw / 2.0,
-                        (H - MB - py).max(0.0)
+                        (H - MB - py).max(0.0),
+                        point_tip(c, *x, *y)
                     );
                 }
             }
@@ -311,13 +356,16 @@ pub fn render_svg(c: &Chart) -> String {
                     s,
                     r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="1.6"/>"#
                 );
-                if mark == Mark::Dots {
+                // Dots always; a short line gets hover targets with its values.
+                if mark == Mark::Dots || (mark == Mark::Line && ok.len() <= 120) {
+                    let r = if mark == Mark::Dots { 3.0 } else { 2.0 };
                     for (x, y) in &ok {
                         let _ = write!(
                             s,
-                            r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"/>"#,
+                            r#"<circle cx="{:.1}" cy="{:.1}" r="{r}" fill="{color}"><title>{}</title></circle>"#,
                             p.fx(*x),
-                            p.fy(*y)
+                            p.fy(*y),
+                            point_tip(c, *x, *y)
                         );
                     }
                 }
@@ -333,6 +381,17 @@ pub fn render_svg(c: &Chart) -> String {
     }
     s.push_str("</svg>");
     s
+}
+
+/// A point's tooltip: both values with their axis labels.
+fn point_tip(c: &Chart, x: f64, y: f64) -> String {
+    escape(&format!(
+        "{}: {} · {}: {}",
+        c.x_label,
+        tick_label(x),
+        c.y_label,
+        tick_label(y)
+    ))
 }
 
 /// The CDF of an encoded HDR histogram, values in ms (at most `max_points` points).
@@ -451,6 +510,8 @@ pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> 
             x_label: format!("{name}, ms (log)"),
             y_label: "fraction of requests".into(),
             x_log: true,
+            x_integer: false,
+            y_integer: false,
             series: vec![Series {
                 name: name.into(),
                 points: cdf_of_histogram(enc, 400),
@@ -465,6 +526,8 @@ pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> 
         x_label: "gap, ms (log)".into(),
         y_label: "chunks".into(),
         x_log: true,
+        x_integer: false,
+        y_integer: true,
         series: vec![Series {
             name: "inter-chunk gap".into(),
             points: log_bins_of_histogram(&h.inter_chunk_us, 40),
@@ -478,6 +541,8 @@ pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> 
         x_label: "tokens in one chunk".into(),
         y_label: "chunks".into(),
         x_log: false,
+        x_integer: true,
+        y_integer: true,
         series: vec![Series {
             name: "chunks".into(),
             points: s
@@ -534,6 +599,8 @@ pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> 
         x_label: "time since first send, s".into(),
         y_label: "tok/s".into(),
         x_log: false,
+        x_integer: false,
+        y_integer: false,
         series: vec![Series {
             name: "aggregate tok/s".into(),
             points: through,
@@ -549,6 +616,8 @@ pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> 
         x_label: "time since first send, s".into(),
         y_label: "in flight".into(),
         x_log: false,
+        x_integer: false,
+        y_integer: true,
         series: vec![
             Series {
                 name: "achieved (on the wire, max per bin)".into(),
@@ -569,6 +638,8 @@ pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> 
         x_label: "output token position".into(),
         y_label: "ms per token".into(),
         x_log: false,
+        x_integer: false,
+        y_integer: false,
         series: vec![Series {
             name: "mean TPOT".into(),
             points: s
@@ -610,6 +681,8 @@ pub fn sweep_chart(report: &Report) -> Chart {
         x_label: "aggregate output tok/s (all streams, steady window)".into(),
         y_label: "per-stream decode tok/s (p50)".into(),
         x_log: false,
+        x_integer: false,
+        y_integer: false,
         series: vec![Series {
             name: "one point per step".into(),
             points,
@@ -659,6 +732,8 @@ mod tests {
             x_label: "a & b".into(),
             y_label: "'y'".into(),
             x_log: false,
+            x_integer: false,
+            y_integer: false,
             series: vec![Series {
                 name: "</text><script>alert(1)</script>".into(),
                 points: vec![(0.0, 1.0), (1.0, 2.0)],
@@ -689,6 +764,50 @@ mod tests {
     }
 
     #[test]
+    fn log_axes_inside_one_decade_have_labelled_ticks() {
+        assert_eq!(log_ticks(12.0, 90.0), vec![20.0, 50.0]);
+        assert_eq!(
+            log_ticks(1.0, 1000.0),
+            vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
+        );
+        assert_eq!(
+            log_ticks(0.01, 1e6),
+            vec![0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 1e4, 1e5, 1e6]
+        );
+        // Nothing nice inside: the ends are labelled.
+        assert_eq!(log_ticks(21.0, 48.0), vec![21.0, 48.0]);
+        assert!(log_ticks(0.0, 1.0).is_empty());
+    }
+
+    #[test]
+    fn integer_quantities_get_integer_ticks() {
+        assert_eq!(integer_ticks(0.5, 1.5, 6), vec![1.0]);
+        assert_eq!(integer_ticks(0.5, 4.5, 6), vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(integer_ticks(0.0, 100.0, 4), vec![0.0, 50.0, 100.0]);
+        let c = Chart {
+            id: "tpc".into(),
+            title: "t".into(),
+            x_label: "tokens in one chunk".into(),
+            y_label: "chunks".into(),
+            x_log: false,
+            x_integer: true,
+            y_integer: true,
+            series: vec![Series {
+                name: "chunks".into(),
+                points: vec![(1.0, 3.0)],
+                mark: Mark::Bars,
+            }],
+            bands: vec![],
+        };
+        let svg = render_svg(&c);
+        assert!(!svg.contains(">1.2<") && !svg.contains(">0.5<"), "{svg}");
+        assert!(
+            svg.contains("<title>tokens in one chunk: 1 · chunks: 3</title>"),
+            "{svg}"
+        );
+    }
+
+    #[test]
     fn empty_chart_says_no_data() {
         let c = Chart {
             id: "e".into(),
@@ -696,6 +815,8 @@ mod tests {
             x_label: String::new(),
             y_label: String::new(),
             x_log: true,
+            x_integer: false,
+            y_integer: false,
             series: vec![],
             bands: vec![],
         };

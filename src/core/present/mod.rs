@@ -2,4 +2,5 @@
 //! CSV, and chart geometry as SVG text.
 
 pub mod chart;
+pub mod live;
 pub mod view;

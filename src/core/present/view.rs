@@ -269,6 +269,9 @@ pub struct Figure {
     pub value: String,
     /// The window it comes from.
     pub window: String,
+    /// Whose figure it is: `aggregate` (all streams together), `per-stream` (one stream's
+    /// speed), `per-request` (a latency of each request) or `count`.
+    pub scope: &'static str,
 }
 
 /// The headline figures of one load step.
@@ -285,6 +288,7 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
                 "steady window, {:.2} s",
                 (w.end_us - w.start_us) as f64 / 1e6
             ),
+            scope: "aggregate",
         });
     }
     if let Some(w) = s.windows.measured {
@@ -296,6 +300,7 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
                 "measured window (incl. ramp), {:.2} s",
                 (w.end_us - w.start_us) as f64 / 1e6
             ),
+            scope: "aggregate",
         });
     }
     if let Some(d) = s.decode_speed_milli {
@@ -304,6 +309,7 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
             label: "per-stream decode tok/s (p50)",
             value: fmt_rate(d.p50),
             window: measured_w.clone(),
+            scope: "per-stream",
         });
     }
     for (key, label, d) in [
@@ -317,6 +323,7 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
                 label,
                 value: format!("{} / {}", fmt_ms(d.p50), fmt_ms(d.p99)),
                 window: measured_w.clone(),
+                scope: "per-request",
             });
         }
     }
@@ -330,6 +337,7 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
             s.concurrency.target
         ),
         window: s.concurrency.window.clone(),
+        scope: "aggregate",
     });
     if let Some(g) = s.goodput {
         let slo: Vec<String> = [
@@ -353,6 +361,7 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
             label: "goodput req/s (met every SLO, aggregate)",
             value: format!("{} ({} of {} met)", fmt_rate(g.rps_milli), g.met, g.judged),
             window: format!("{measured_w}; SLO {}{missing}", slo.join(", ")),
+            scope: "aggregate",
         });
     }
     out.push(Figure {
@@ -360,6 +369,7 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
         label: "requests ok / measured",
         value: format!("{} / {}", s.requests.measured_ok, n),
         window: measured_w,
+        scope: "count",
     });
     out
 }

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::core::dialect::{Dialect, RequestSpec};
+use crate::core::histogram::Hist;
 use crate::core::metrics::{self, Phase};
 use crate::core::pins::{PromptExactness, RunConfig};
 use crate::core::probe::Engine;
@@ -93,6 +94,23 @@ pub struct Progress {
     pub held_by_cap: u32,
     /// Whether the run has finished.
     pub finished: bool,
+    /// TTFT of the requests completed so far (all windows), µs: p50, p90, p99.
+    #[serde(default)]
+    pub ttft_q: Option<[u64; 3]>,
+    /// TPOT of the requests completed so far (all windows), µs: p50, p90, p99.
+    #[serde(default)]
+    pub tpot_q: Option<[u64; 3]>,
+}
+
+/// The live quantiles shown while a run goes.
+pub const LIVE_QUANTILES: [f64; 3] = [0.5, 0.9, 0.99];
+
+fn live_quantiles(h: &Hist) -> Option<[u64; 3]> {
+    Some([
+        h.quantile(LIVE_QUANTILES[0])?,
+        h.quantile(LIVE_QUANTILES[1])?,
+        h.quantile(LIVE_QUANTILES[2])?,
+    ])
 }
 
 struct InFlight {
@@ -122,6 +140,8 @@ pub struct RunSession {
     records: Vec<RequestRecord>,
     phases: Vec<(u32, Phase)>,
     progress: Progress,
+    /// TTFT and TPOT of completed requests, for the live quantiles.
+    live: (Hist, Hist),
     stopped: bool,
     finished: bool,
 }
@@ -159,6 +179,7 @@ impl RunSession {
             in_flight: BTreeMap::new(),
             records: Vec::new(),
             phases: Vec::new(),
+            live: (Hist::new(), Hist::new()),
             progress: Progress {
                 step: (0, steps),
                 started_us: now_us,
@@ -391,9 +412,18 @@ impl RunSession {
             }
         }
         self.progress.completed += 1;
-        if let Some(d) = metrics::request_metrics(&rec).decode_milli {
+        let m = metrics::request_metrics(&rec);
+        if let Some(d) = m.decode_milli {
             self.progress.decode.0 += d;
             self.progress.decode.1 += 1;
+        }
+        if let Some(t) = m.ttft_us {
+            self.live.0.record(t);
+            self.progress.ttft_q = live_quantiles(&self.live.0);
+        }
+        if let Some(t) = m.tpot_us {
+            self.live.1.record(t);
+            self.progress.tpot_q = live_quantiles(&self.live.1);
         }
         if !rec.outcome.is_ok() {
             *self.progress.errors.entry(rec.outcome.kind()).or_insert(0) += 1;

@@ -75,6 +75,8 @@ struct SimNet {
     tokens_per_word_milli: u64,
     /// Requests in flight right after each poll: (time, count).
     live_after_poll: Vec<(u64, usize)>,
+    /// The session's progress just before its records were taken.
+    last_progress: Option<Progress>,
 }
 
 impl SimNet {
@@ -93,6 +95,7 @@ impl SimNet {
             prompt_words: BTreeMap::new(),
             tokens_per_word_milli: 1000,
             live_after_poll: Vec::new(),
+            last_progress: None,
         }
     }
 
@@ -227,6 +230,7 @@ fn drive(
     }
     assert_eq!(wake, Wake::Finished, "the run ends");
     let phases = s.dispatch_phases().to_vec();
+    net.last_progress = Some(s.progress());
     let now = net.now;
     (s.finish(now), phases)
 }
@@ -291,6 +295,25 @@ fn closed_loop_keeps_exactly_n_in_flight() {
         (n(Phase::Warmup), n(Phase::Measured), n(Phase::Cooldown)),
         (3, 20, 4)
     );
+    // The live quantiles cover every completed request: oracle on the sorted values.
+    let p = net.last_progress.clone().expect("progress");
+    assert_eq!(p.completed, 27);
+    let oracle = |f: fn(&metrics::RequestMetrics) -> Option<u64>| {
+        let mut v: Vec<u64> = records
+            .iter()
+            .filter_map(|r| f(&metrics::request_metrics(r)))
+            .collect();
+        v.sort_unstable();
+        LIVE_QUANTILES.map(|q| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1])
+    };
+    let close = |got: [u64; 3], want: [u64; 3]| {
+        got.iter()
+            .zip(want)
+            .all(|(g, w)| g.abs_diff(w) <= w / 100 + 1)
+    };
+    let (ttft, tpot) = (p.ttft_q.expect("ttft"), p.tpot_q.expect("tpot"));
+    assert!(close(ttft, oracle(|m| m.ttft_us)), "{ttft:?}");
+    assert!(close(tpot, oracle(|m| m.tpot_us)), "{tpot:?}");
 }
 
 /// The example: closed loop, c=1, warm-up 1 request, measured 10 s, cool-down

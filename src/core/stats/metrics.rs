@@ -41,8 +41,7 @@ pub const POSITION_BUCKETS: [(u64, Option<u64>); 5] = [
     (2049, None),
 ];
 
-/// Browsers open at most this many HTTP/1.1 connections per host:port.
-pub const HTTP1_CONNECTIONS_PER_HOST: u32 = 6;
+pub use crate::core::pins::HTTP1_CONNECTIONS_PER_HOST;
 
 /// Event-loop lag (p99) above which chunk timestamps are judged unreliable, µs.
 pub const MAX_EVENT_LOOP_LAG_P99_US: u64 = 20_000;

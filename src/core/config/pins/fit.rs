@@ -1,7 +1,9 @@
 //! The fit check: concurrency × (prompt + output) against the KV budget and the
 //! context length, before a run.
 
-use super::parse::{parse_choice, parse_kv_capacity, parse_list, parse_positive_u32};
+use super::parse::{
+    parse_base_url, parse_choice, parse_kv_capacity, parse_list, parse_positive_u32,
+};
 use super::*;
 
 /// Inputs of the fit check; each may be unknown (a form being filled, or undisclosed).
@@ -19,6 +21,17 @@ pub struct FitInputs {
     pub kv_tokens: Option<u64>,
     /// Server max concurrent sequences.
     pub max_num_seqs: Option<u32>,
+    /// Whether the endpoint is `http://` (browsers then speak only HTTP/1.1 to it, with at
+    /// most [`HTTP1_CONNECTIONS_PER_HOST`] connections); `None` while the URL is not set.
+    pub cleartext: Option<bool>,
+}
+
+/// Browsers open at most this many HTTP/1.1 connections per host:port.
+pub const HTTP1_CONNECTIONS_PER_HOST: u32 = 6;
+
+/// Whether a base URL is `http://` (`None` when it is not a base URL).
+fn cleartext_of(url: &str) -> Option<bool> {
+    parse_base_url(url).map(|u| u.starts_with("http://"))
 }
 
 impl FitInputs {
@@ -51,6 +64,7 @@ impl FitInputs {
                     KvCapacity::GpuMemoryUtilization { .. } => None,
                 }),
             max_num_seqs: known(&raw.max_num_seqs).and_then(parse_positive_u32),
+            cleartext: cleartext_of(&raw.endpoint_url.text),
         }
     }
 
@@ -72,6 +86,7 @@ impl FitInputs {
                 _ => None,
             },
             max_num_seqs: cfg.kv.max_num_seqs.value.known().copied(),
+            cleartext: cleartext_of(&cfg.endpoint.base_url),
         }
     }
 }
@@ -82,6 +97,9 @@ impl FitInputs {
 pub enum FitVerdict {
     /// Requests longer than the context: the server will reject (or truncate) them.
     Rejects,
+    /// The browser cannot keep that many requests in flight to this endpoint: the run
+    /// would measure the client's limit.
+    ClientLimited,
     /// The server will have to queue or preempt requests.
     Queues,
     /// Not enough is known to say.
@@ -95,6 +113,7 @@ impl FitVerdict {
     pub fn label(self) -> &'static str {
         match self {
             FitVerdict::Rejects => "requests longer than the context will be rejected",
+            FitVerdict::ClientLimited => "this browser cannot send that load to this endpoint",
             FitVerdict::Queues => "the server will have to queue or preempt",
             FitVerdict::Unknown => "not enough is known to say",
             FitVerdict::Fits => "everything fits",
@@ -182,6 +201,12 @@ pub fn fit_check(i: &FitInputs) -> FitCheck {
             worse(FitVerdict::Unknown, &mut verdict);
         }
         _ => {}
+    }
+    if let (Some(c), Some(true)) = (i.concurrency, i.cleartext) {
+        if c > HTTP1_CONNECTIONS_PER_HOST {
+            lines.insert(0, format!("Concurrency {c} over http://: browsers speak only HTTP/1.1 to an http:// endpoint and open at most {HTTP1_CONNECTIONS_PER_HOST} connections to it, so at most {HTTP1_CONNECTIONS_PER_HOST} requests would be in flight and the run would be judged client-limited. Use the endpoint's https:// address (HTTP/2; the reference server's is https://127.0.0.1:8443), or a concurrency of at most {HTTP1_CONNECTIONS_PER_HOST}."));
+            worse(FitVerdict::ClientLimited, &mut verdict);
+        }
     }
     FitCheck { verdict, lines }
 }

@@ -12,10 +12,12 @@ use serde::{Deserialize, Serialize};
 use crate::core::dialect::{Dialect, LengthEnforcement};
 
 mod fit;
+mod form;
 mod parse;
 mod raw;
 
 pub use fit::*;
+pub use form::*;
 pub use parse::*;
 pub use raw::*;
 
@@ -766,6 +768,7 @@ mod tests {
             max_model_len: Some(4096),
             kv_tokens: Some(65_536),
             max_num_seqs: Some(256),
+            cleartext: Some(false),
         };
         let ok = fit_check(&base);
         assert_eq!(ok.verdict, FitVerdict::Fits, "{:?}", ok.lines);
@@ -811,9 +814,22 @@ mod tests {
             .verdict,
             FitVerdict::Unknown
         );
+        // full_raw's endpoint is http:// (HTTP/1.1 in a browser): c=8 cannot be sent.
         let cfg = RunConfig::try_from(&full_raw()).expect("pinned");
-        assert_eq!(FitInputs::from_config(&cfg), base);
-        assert_eq!(FitInputs::from_raw(&full_raw()), base);
+        let h1 = FitInputs {
+            cleartext: Some(true),
+            ..base
+        };
+        assert_eq!(FitInputs::from_config(&cfg), h1);
+        assert_eq!(FitInputs::from_raw(&full_raw()), h1);
+        let limited = fit_check(&h1);
+        assert_eq!(limited.verdict, FitVerdict::ClientLimited);
+        assert!(limited.lines[0].contains("at most 6 requests would be in flight"));
+        let six = fit_check(&FitInputs {
+            concurrency: Some(6),
+            ..h1
+        });
+        assert_eq!(six.verdict, FitVerdict::Fits, "{:?}", six.lines);
     }
 
     #[test]
