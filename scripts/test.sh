@@ -3,7 +3,8 @@
 # native tests, browser tests (wasm-bindgen-test in headless Chromium), the release
 # build, a headless-Chromium load of the built page that fails on any console error,
 # end-to-end runs through the app against the reference server and a real llama-server,
-# the viewer end to end, and the fidelity bench (no automation attached; its targets are
+# a newcomer's first run and a keyboard-only run, axe-core accessibility checks, the
+# screenshots, the viewer end to end, and the fidelity bench (no automation attached; its targets are
 # asserted with a margin). Prints each step's duration at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,6 +77,15 @@ node tests/e2e/page_load.mjs dist
 
 step "end to end: pin gate, probe, runs against the reference server, signed report"
 node tests/e2e/run_flow.mjs dist
+
+step "end to end: a newcomer's first run (serve defaults, Probe, first preset, Start), keyboard only"
+node tests/e2e/newcomer.mjs dist
+
+step "accessibility: axe-core on Run, Reports, Compare and the card (light and dark)"
+node tests/e2e/a11y.mjs dist
+
+step "screenshots: Run form, live run, results, card (1280x800, 390x844, light, dark)"
+node tests/e2e/screenshots.mjs dist "$CARGO_TARGET_DIR/screenshots"
 
 step "end to end: a share link cannot send a remembered key to another origin"
 node tests/e2e/link_key.mjs dist

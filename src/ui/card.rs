@@ -81,7 +81,7 @@ pub fn CardPage() -> impl IntoView {
     spawn_local(async move { set_shown.set(Some(load().await)) });
     let dark = theme_is_dark();
     view! {
-        <div class="card" class:card--dark=dark data-testid="card" role="region" aria-label="pinbench result card">
+        <main class="card" class:card--dark=dark data-testid="card" aria-label="pinbench result card">
             {move || match shown.get() {
                 None => view! { <p data-testid="card-loading">"Loading…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="card__error" role="alert" data-testid="card-error">{e}</p> }.into_any(),
@@ -89,10 +89,10 @@ pub fn CardPage() -> impl IntoView {
                     let b = s.card.body.clone();
                     let (notes, records) = b.notes();
                     view! {
-                        <header class="card__head">
-                            <strong data-testid="card-model">{b.model()}</strong>
+                        <div class="card__head">
+                            <h1 class="card__model" data-testid="card-model">{b.model()}</h1>
                             <span class=format!("card__sig card__sig--{}", s.state) data-testid="card-sig" data-state=s.state>{s.status.clone()}</span>
-                        </header>
+                        </div>
                         <div class="card__body">
                             <dl class="card__pins" data-testid="card-pins">
                                 {b.pins().into_iter().map(|p| view! { <div><dt>{p.label}</dt><dd>{p.value}</dd></div> }).collect_view()}
@@ -101,7 +101,7 @@ pub fn CardPage() -> impl IntoView {
                                 {b.headline().into_iter().map(|h| view! { <div><dt>{h.label}</dt><dd><strong>{h.value}</strong>" "<small>{format!("({})", h.window)}</small></dd></div> }).collect_view()}
                             </dl>
                         </div>
-                        <footer class="card__foot">
+                        <div class="card__foot">
                             {b.client_invalid().then(|| view! { <span class="card__invalid">"INVALID: the client limited this run · "</span> })}
                             {(b.steps() > 1).then(|| format!("step 1 of {} · ", b.steps()))}
                             {records.map(|n| format!("{n} requests · "))}
@@ -109,10 +109,10 @@ pub fn CardPage() -> impl IntoView {
                             <span>{s.note.clone()}</span>
                             " "
                             <a data-testid="card-full-link" href=s.full_link.clone() target="_blank" rel="noopener">"full view"</a>
-                        </footer>
+                        </div>
                     }.into_any()
                 }
             }}
-        </div>
+        </main>
     }
 }

@@ -28,6 +28,9 @@ use super::form;
 /// which every preset can run (over http:// a browser keeps at most 6 requests in flight).
 const DEFAULT_ENDPOINT: &str = "https://127.0.0.1:8443";
 
+/// How often the live charts redraw, µs.
+const LIVE_REDRAW_US: u64 = 500_000;
+
 /// The URL fragment that carries shared pins.
 const SHARE_PREFIX: &str = "#pins=";
 
@@ -750,10 +753,17 @@ pub fn RunPage() -> impl IntoView {
         }
     };
 
+    // The live charts redraw at 2 Hz: the run's own worker shares the machine's cores.
     let live = RwSignal::new(LiveSeries::new());
+    let last_drawn = StoredValue::new((0u64, 0u64));
     Effect::new(move |_| {
         let p = progress.get();
-        if p.started_us > 0 {
+        if p.started_us == 0 {
+            return;
+        }
+        let (run, at) = last_drawn.get_value();
+        if run != p.started_us || p.now_us >= at + LIVE_REDRAW_US || p.finished {
+            last_drawn.set_value((p.started_us, p.now_us));
             live.update(|l| l.push(&p));
         }
     });
@@ -856,32 +866,18 @@ pub fn RunPage() -> impl IntoView {
             <div class="run__layout">
                 <div class="run__form">
                     {form::sections_view(form, pinned, api_key_view)}
-                    <details class="run__more">
-                        <summary>"Goodput SLOs (optional)"</summary>
-                        <fieldset class="run__slo">
-                            <legend>"A request counts toward goodput when it meets every limit set (ms)."</legend>
+                    <fieldset class="pin-section run__more" data-testid="section-slo">
+                        <legend class="pin-section__legend"><span class="pin-section__title">"Goodput SLOs"</span><span class="badge badge--optional">"optional"</span></legend>
+                        <p class="pin-section__why">"Goodput counts the requests that meet every limit set here (ms): a server fast on average can still miss them."</p>
+                        <div class="run__slo">
+
                             <label>"TTFT ≤ " <input class="field__input field__input--short" data-testid="slo-ttft" aria-label="SLO: TTFT, ms" inputmode="decimal" prop:value=move || slo_fields.get().0 on:input=move |ev| slo_fields.update(|f| f.0 = event_target_value(&ev)) /> " ms"</label>
                             <label>"TPOT ≤ " <input class="field__input field__input--short" data-testid="slo-tpot" aria-label="SLO: TPOT, ms" inputmode="decimal" prop:value=move || slo_fields.get().1 on:input=move |ev| slo_fields.update(|f| f.1 = event_target_value(&ev)) /> " ms"</label>
                             <label>"E2E ≤ " <input class="field__input field__input--short" data-testid="slo-e2e" aria-label="SLO: E2E latency, ms" inputmode="decimal" prop:value=move || slo_fields.get().2 on:input=move |ev| slo_fields.update(|f| f.2 = event_target_value(&ev)) /> " ms"</label>
-                        </fieldset>
-                    </details>
-                    <details class="run__more">
-                        <summary>"Signing key"</summary>
-                        <div class="run__key" role="group" aria-label="Signing key">
-                            <p>
-                                <span data-testid="key-id" title=move || key_where.get()>{move || format!("signing key {}", key_id.get())}</span>
-                                " · "
-                                <span class="pin__note" data-testid="key-where">{move || key_where.get()}</span>
-                            </p>
-                            <button type="button" class="btn" data-testid="key-export" on:click=on_key_export>"Export signing key"</button>
-                            <label for="key-import">"Import a signing key (exported JSON or base64 secret)"</label>
-                            <input id="key-import" class="field__input" type="password" data-testid="key-import" autocomplete="off" prop:value=move || key_import.get() on:input=move |ev| key_import.set(event_target_value(&ev)) />
-                            <button type="button" class="btn" data-testid="key-import-button" on:click=on_key_import>"Import"</button>
-                            <span data-testid="key-message" role="status">{move || key_msg.get()}</span>
                         </div>
-                    </details>
+                    </fieldset>
                 </div>
-                <aside class="run__aside" aria-label="Before Start">
+                <div class="run__aside" role="region" aria-label="Before Start">
                     <div class="panel run__checklist" data-testid="checklist" aria-live="polite">
                         <h3 class="panel__title">"Checklist"</h3>
                         {move || match pinned.get() {
@@ -933,6 +929,21 @@ pub fn RunPage() -> impl IntoView {
                         <button type="button" class="btn btn--primary" data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=move |_| on_start(())>"Start"</button>
                         <button type="button" class="btn" data-testid="stop" disabled=move || !running.get() on:click=on_stop>"Stop"</button>
                     </div>
+                    <div class="panel">
+                        <h3 class="panel__title">"Signing key"</h3>
+                        <div class="run__key" role="group" aria-label="Signing key">
+                            <p>
+                                <span data-testid="key-id" title=move || key_where.get()>{move || format!("signing key {}", key_id.get())}</span>
+                                " · "
+                                <span class="pin__note" data-testid="key-where">{move || key_where.get()}</span>
+                            </p>
+                            <button type="button" class="btn" data-testid="key-export" on:click=on_key_export>"Export signing key"</button>
+                            <label for="key-import">"Import a signing key (exported JSON or base64 secret)"</label>
+                            <input id="key-import" class="field__input" type="password" data-testid="key-import" autocomplete="off" prop:value=move || key_import.get() on:input=move |ev| key_import.set(event_target_value(&ev)) />
+                            <button type="button" class="btn" data-testid="key-import-button" on:click=on_key_import>"Import"</button>
+                            <span data-testid="key-message" role="status">{move || key_msg.get()}</span>
+                        </div>
+                    </div>
                     <div class="field run__share">
                         <label class="field__label" for="share-link">"Shareable link (pins only, never the API key)"</label>
                         <input id="share-link" class="field__input" data-testid="share-link" readonly prop:value=move || {
@@ -942,7 +953,7 @@ pub fn RunPage() -> impl IntoView {
                             format!("{here}{SHARE_PREFIX}{}", String::from(js_sys::encode_uri_component(&json)))
                         } />
                     </div>
-                </aside>
+                </div>
             </div>
             <p class="sr-only" role="status" aria-live="polite" data-testid="run-status">{move || status.get()}</p>
             <section class="live" aria-label="Live progress" data-testid="live-view" hidden=move || !running.get() && live.with(|l| l == &LiveSeries::new())>

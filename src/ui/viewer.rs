@@ -700,6 +700,8 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
             <p data-testid="run-host">{format!("Measured by: {host}")}</p>
             <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
             <p class="results__pins" data-testid="report-pins-line">{pins_line}</p>
+            {steps}
+            {sweep}
             {ttft_split_table(r)}
             <details data-testid="probes">
                 <summary>{format!("What the probe read ({} responses)", b.probes.len())}</summary>
@@ -709,8 +711,6 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
                 }).collect_view()}
             </details>
             {pin_table(view::pin_rows(&b.config))}
-            {steps}
-            {sweep}
             <div class="table-scroll" tabindex="0" role="region" aria-label="Metric translator">
             <table class="translator" data-testid="translator">
                 <caption>"The same run under other tools' definitions (step 0)"</caption>

@@ -12,8 +12,12 @@ export const WORKLOAD = {
   temperature: "0", sampling_extra: "{}", load_mode: "closed",
 };
 
-/** Types `text` into the pin field `name`. */
-export const fill = (page, name, text) => page.getByTestId(`pin-${name}`).fill(text);
+/** Sets the pin field `name` to `text`: types into a text box, picks in a select. */
+export async function fill(page, name, text) {
+  const el = page.getByTestId(`pin-${name}`);
+  if (await el.evaluate((e) => e.tagName) === "SELECT") await el.selectOption(text);
+  else await el.fill(text);
+}
 
 /** Probes `base` and pins a closed loop at `concurrency` with windows `counts`. */
 export async function pinRun(page, base, concurrency, counts, extra = {}) {

@@ -11,6 +11,7 @@ import path from "node:path";
 import { spawn } from "node:child_process";
 import { serveDist, launch, watchErrors, checker, startAndDownload } from "./lib.mjs";
 import { decodeChunks } from "./report.mjs";
+import { fill } from "./app_run.mjs";
 
 const cache = path.join(process.env.PINBENCH_CACHE ?? path.join(os.homedir(), ".cache/pinbench"), "llama");
 const freePort = () => new Promise((res) => { const s = net.createServer(); s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => res(p)); }); });
@@ -40,7 +41,7 @@ try {
       output_enforcement: "ignore_eos", load_mode: "closed", concurrency: String(c), stall_timeout_s: "60", kv_capacity: "8192",
       phases: "colocated", scheduling: "continuous", warmup: String(counts[0]), measured: String(counts[1]), cooldown: String(counts[2]),
       nonce_prefix: "on", temperature: "0", sampling_extra: "{\"cache_prompt\":false}" };
-    for (const [k, v] of Object.entries(pins)) await page.getByTestId(`pin-${k}`).fill(v);
+    for (const [k, v] of Object.entries(pins)) await fill(page, k, v);
     await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
     const file = path.join(os.tmpdir(), `pinbench-llama-${process.pid}-${c}.json`);
     const { report } = await startAndDownload(page, file);

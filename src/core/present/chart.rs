@@ -39,6 +39,8 @@ pub enum Mark {
     Bars,
     /// Dots joined by a line (sweep curves).
     Dots,
+    /// A dashed reference line (a target).
+    Reference,
 }
 
 /// One data series.
@@ -261,9 +263,16 @@ pub fn render_svg(c: &Chart) -> String {
     };
     for b in &c.bands {
         let (a, z) = (p.fx(b.x0), p.fx(b.x1));
+        // The window the numbers come from is tinted; excluded windows are grey.
+        let counted = b.label.contains("measured") || b.label.contains("steady");
+        let (fill, op) = if counted {
+            ("#2563eb", "0.10")
+        } else {
+            ("#94a3b8", "0.22")
+        };
         let _ = write!(
             s,
-            r##"<rect x="{a:.1}" y="{MT}" width="{:.1}" height="{:.1}" fill="#94a3b8" fill-opacity="0.18"><title>{l}</title></rect><text x="{:.1}" y="{:.1}" font-size="10" fill="currentColor">{l}</text>"##,
+            r##"<rect x="{a:.1}" y="{MT}" width="{:.1}" height="{:.1}" fill="{fill}" fill-opacity="{op}"><title>{l}</title></rect><text x="{:.1}" y="{:.1}" font-size="10" fill="currentColor">{l}</text>"##,
             (z - a).max(0.5),
             H - MT - MB,
             a + 2.0,
@@ -352,9 +361,14 @@ pub fn render_svg(c: &Chart) -> String {
                     last_y = Some(py);
                 }
                 let _ = last_y;
+                let dash = if mark == Mark::Reference {
+                    r#" stroke-dasharray="5 4""#
+                } else {
+                    ""
+                };
                 let _ = write!(
                     s,
-                    r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="1.6"/>"#
+                    r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="1.6"{dash}/>"#
                 );
                 // Dots always; a short line gets hover targets with its values.
                 if mark == Mark::Dots || (mark == Mark::Line && ok.len() <= 120) {
@@ -627,7 +641,7 @@ pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> 
             Series {
                 name: "target".into(),
                 points: vec![(0.0, target), (secs(end), target)],
-                mark: Mark::Line,
+                mark: Mark::Reference,
             },
         ],
         bands,

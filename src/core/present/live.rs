@@ -156,7 +156,7 @@ impl LiveSeries {
                     Series {
                         name: "target".into(),
                         points: vec![(0.0, f64::from(target)), (end, f64::from(target))],
-                        mark: Mark::Line,
+                        mark: Mark::Reference,
                     },
                 ],
                 bands,
