@@ -58,7 +58,7 @@ try {
     await page.getByTestId("start").click();
     await page.waitForFunction(() => document.querySelector('[data-testid="download-report"]') === null, null, { polling: 100, timeout: 10000 });
     await page.waitForFunction(() => document.querySelector('[data-testid="download-report"]') !== null, null, { polling: 500, timeout: 180000 });
-    await shoot(page, "results", scheme, page.getByTestId("results"));
+    await shoot(page, "results", scheme, page.getByTestId("results").getByTestId("headline").first());
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
     reportText = fs.readFileSync(await download.path(), "utf8");
     const card = await ctx.newPage();
