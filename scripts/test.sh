@@ -87,6 +87,12 @@ node tests/e2e/a11y.mjs dist
 step "screenshots: Run form, live run, results, card (1280x800, 390x844, light, dark)"
 node tests/e2e/screenshots.mjs dist "$CARGO_TARGET_DIR/screenshots"
 
+step "end to end: a claim becomes a link to the Run screen; a received report is re-run and compared"
+node tests/e2e/claims_rerun.mjs dist
+
+step "end to end: three native runners merged into one report, against the server's truth"
+node tests/e2e/merge.mjs
+
 step "end to end: a share link cannot send a remembered key to another origin"
 node tests/e2e/link_key.mjs dist
 

@@ -28,6 +28,12 @@ fn main() {
                 std::process::exit(2);
             }
         }
+        Some("merge") => {
+            if let Err(e) = pinbench::native::cli::merge(&args[1..]) {
+                eprintln!("pinbench merge: {e}");
+                std::process::exit(2);
+            }
+        }
         _ => {
             eprintln!("pinbench is a browser app (build it with `trunk build --release`, see README.md);\nnatively it runs the same benchmark from the command line:\n\n{}", pinbench::native::cli::USAGE);
             std::process::exit(if args.is_empty() { 0 } else { 2 });

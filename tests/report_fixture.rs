@@ -92,6 +92,7 @@ fn fixture() -> String {
         event_loop_lag_p99_us: 400,
         event_loop_lag_max_us: 1_200,
         host: None,
+        clock_epoch_us: None,
     };
     let slo = Some(Slo {
         ttft_us: Some(25_000),

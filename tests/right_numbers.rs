@@ -159,6 +159,7 @@ fn env() -> ClientEnv {
         event_loop_lag_p99_us: 100,
         event_loop_lag_max_us: 200,
         host: Some(RunHost::Worker),
+        clock_epoch_us: None,
     }
 }
 

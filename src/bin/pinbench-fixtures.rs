@@ -157,6 +157,7 @@ fn build(s: &Spec) -> Result<String, String> {
         event_loop_lag_p99_us: 800,
         event_loop_lag_max_us: 3_000,
         host: None,
+        clock_epoch_us: None,
     };
     let body = ReportBody::build(
         "2026-11-29T12:00:00.000Z".into(),

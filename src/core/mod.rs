@@ -14,9 +14,9 @@ pub mod run;
 pub mod share;
 pub mod stats;
 
-pub use config::{pins, probe};
+pub use config::{claim, pins, probe};
 pub use measure::{dialect, record, sse};
 pub use present::{chart, live, view};
 pub use run::{prompt, schedule, session};
-pub use share::{card, compare, import, jcs, report, sign, viewer};
+pub use share::{card, compare, import, jcs, merge, report, sign, viewer};
 pub use stats::{histogram, metrics};

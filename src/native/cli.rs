@@ -35,7 +35,16 @@ options:
   --api-key-env NAME   read the API key from this environment variable
   --header K:V         send this header with every request (e.g. x-pinbench-fault)
   --slo-ttft-ms N, --slo-tpot-ms N, --slo-e2e-ms N   goodput SLOs
-  --quiet              no progress bar";
+  --start-at UNIX_MS   wait until this wall-clock instant before the first request (N
+                       copies started by a job runner then start together)
+  --quiet              no progress bar
+
+usage: pinbench merge --out FILE [--key FILE] A.json B.json …
+
+Merges reports that several clients ran with the same pins at the same time into one
+signed report: all records on one clock, the load summed, and the aggregate over the
+window every client was measuring. Refuses unsigned or modified reports, differing pins
+and windows that do not overlap.";
 
 /// Errors of the command (each is printed as one message; none panics).
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +72,7 @@ struct Args {
     header: Option<(String, String)>,
     slo: (String, String, String),
     quiet: bool,
+    start_at_ms: Option<u64>,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, CliError> {
@@ -75,6 +85,7 @@ fn parse_args(args: &[String]) -> Result<Args, CliError> {
         header: None,
         slo: Default::default(),
         quiet: false,
+        start_at_ms: None,
     };
     let mut pins = None;
     let mut it = args.iter();
@@ -106,6 +117,12 @@ fn parse_args(args: &[String]) -> Result<Args, CliError> {
             "--slo-tpot-ms" => a.slo.1 = val()?,
             "--slo-e2e-ms" => a.slo.2 = val()?,
             "--quiet" => a.quiet = true,
+            "--start-at" => {
+                let v = val()?;
+                a.start_at_ms = Some(v.parse().map_err(|_| {
+                    CliError::Usage(format!("--start-at wants Unix milliseconds, got {v:?}"))
+                })?);
+            }
             other => return Err(CliError::Usage(format!("unknown argument {other:?}"))),
         }
     }
@@ -398,8 +415,81 @@ async fn drive(
             event_loop_lag_p99_us: lag.quantile(0.99).unwrap_or(0),
             event_loop_lag_max_us: lag.max().unwrap_or(0),
             host: Some(RunHost::Native),
+            clock_epoch_us: Some(clock.epoch_us()),
         },
     })
+}
+
+/// `pinbench merge --out FILE [--key FILE] A.json B.json …`.
+pub fn merge(args: &[String]) -> Result<(), CliError> {
+    let mut out = PathBuf::from("pinbench-merged.json");
+    let mut key = None;
+    let mut files = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--out" => {
+                out = PathBuf::from(
+                    it.next()
+                        .ok_or_else(|| CliError::Usage("--out needs a value".into()))?,
+                )
+            }
+            "--key" => {
+                key =
+                    Some(PathBuf::from(it.next().ok_or_else(|| {
+                        CliError::Usage("--key needs a value".into())
+                    })?))
+            }
+            f if f.starts_with("--") => {
+                return Err(CliError::Usage(format!("unknown argument {f:?}")))
+            }
+            f => files.push(PathBuf::from(f)),
+        }
+    }
+    let mut sources = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| CliError::Report(format!("could not read {}: {e}", f.display())))?;
+        let opened = crate::core::report::open(&text)
+            .map_err(|e| CliError::Report(format!("{}: {e}", f.display())))?;
+        let title = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        sources.push((title, opened));
+    }
+    let key = load_key(key.as_deref())?;
+    // The host owns the clock; the core is only ever given its readings.
+    #[allow(clippy::disallowed_methods)]
+    let created = iso8601(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+    );
+    let body = crate::core::share::merge::merge(&sources, created)
+        .map_err(|e| CliError::Report(format!("cannot merge: {e}")))?;
+    let info = body.merged.clone();
+    let mut report = Report::new(body);
+    report
+        .sign(&key)
+        .map_err(|e| CliError::Report(format!("could not sign the merged report: {e}")))?;
+    let text = report
+        .to_json()
+        .map_err(|e| CliError::Report(e.to_string()))?;
+    std::fs::write(&out, text)
+        .map_err(|e| CliError::Report(format!("could not write {}: {e}", out.display())))?;
+    if let Some(i) = info {
+        eprintln!(
+            "pinbench: merged {} reports into {} (signed by {}); common window {:.3} s, aggregate output {} tok/s",
+            i.sources.len(),
+            out.display(),
+            key.key_id(),
+            (i.common_us.1 - i.common_us.0) as f64 / 1e6,
+            crate::core::pins::milli(i.common_aggregate_output_milli)
+        );
+    }
+    Ok(())
 }
 
 /// `pinbench run …`: returns the process exit code's message on failure.
@@ -413,6 +503,15 @@ pub fn run(args: &[String]) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Report(format!("no async runtime: {e}")))?;
     let local = tokio::task::LocalSet::new();
+    if let Some(at) = a.start_at_ms {
+        // The host owns the clock; the core is only ever given its readings.
+        #[allow(clippy::disallowed_methods)]
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        std::thread::sleep(Duration::from_millis(at.saturating_sub(now_ms)));
+    }
     // The host owns the clock; the core is only ever given its readings.
     #[allow(clippy::disallowed_methods)]
     let wall = std::time::SystemTime::now();

@@ -60,6 +60,18 @@ impl Clock {
         Clock(now)
     }
 
+    /// The wall clock (Unix µs) at this clock's zero.
+    pub fn epoch_us(self) -> u64 {
+        // The host owns the clock; the core is only ever given its readings.
+        #[allow(clippy::disallowed_methods)]
+        let wall = std::time::SystemTime::now();
+        let now = wall
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        now.saturating_sub(self.now_us())
+    }
+
     /// Microseconds since the start.
     pub fn now_us(self) -> u64 {
         u64::try_from(self.0.elapsed().as_micros()).unwrap_or(u64::MAX)

@@ -27,7 +27,7 @@ fn row_view(r: Row, prefix: &'static str) -> impl IntoView {
 #[component]
 pub fn ComparePage() -> impl IntoView {
     let lib = expect_context::<Library>();
-    let picked = RwSignal::new(Vec::<usize>::new());
+    let picked = lib.compare_picks;
     let chosen = move || {
         let p = picked.get();
         lib.entries

@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 
 pub mod card;
+pub mod claim;
 pub mod compare;
 pub mod form;
 pub mod run;
@@ -19,11 +20,18 @@ pub enum Section {
     Reports,
     /// Compare reports side by side.
     Compare,
+    /// Check a vendor's claim.
+    Claims,
 }
 
 impl Section {
     /// Every section, in navigation order.
-    pub const ALL: [Section; 3] = [Section::Run, Section::Reports, Section::Compare];
+    pub const ALL: [Section; 4] = [
+        Section::Run,
+        Section::Reports,
+        Section::Compare,
+        Section::Claims,
+    ];
 
     /// Visible label.
     pub fn label(self) -> &'static str {
@@ -31,6 +39,7 @@ impl Section {
             Section::Run => "Run",
             Section::Reports => "Reports",
             Section::Compare => "Compare",
+            Section::Claims => "Claims",
         }
     }
 
@@ -40,6 +49,7 @@ impl Section {
             Section::Run => "run",
             Section::Reports => "reports",
             Section::Compare => "compare",
+            Section::Claims => "claims",
         }
     }
 
@@ -49,8 +59,30 @@ impl Section {
             Section::Run => "Pin every parameter, then benchmark an endpoint from this tab.",
             Section::Reports => "Open a signed report, verify it and recompute its numbers.",
             Section::Compare => "Put reports side by side and see whether they are comparable.",
+            Section::Claims => "Paste a vendor's headline: what it pins, what it leaves free, and which metric its number can be.",
         }
     }
+}
+
+/// A re-run of a received report's workload pins, asked for on the Reports screen.
+#[derive(Clone, Debug)]
+pub struct Rerun {
+    /// The report's workload pins as form text (`pins::workload_form`).
+    pub form: crate::core::pins::RawConfig,
+    /// The report's title in the library.
+    pub title: String,
+    /// Its index in the library (Compare opens with it and the re-run).
+    pub source: usize,
+}
+
+/// Navigation the screens share: the section shown, and a re-run on its way to the Run
+/// screen.
+#[derive(Clone, Copy)]
+pub struct Nav {
+    /// The section shown.
+    pub section: RwSignal<Section>,
+    /// A re-run asked for, taken by the Run screen.
+    pub rerun: RwSignal<Option<Rerun>>,
 }
 
 /// The application: the card alone on a card route, else the shell — which never runs
@@ -95,10 +127,14 @@ fn Shell() -> impl IntoView {
     let lib = viewer::Library::new();
     provide_context(lib);
     let src = crate::web::files::query_param("src");
-    let (section, set_section) = signal(if src.is_some() {
+    let section = RwSignal::new(if src.is_some() {
         Section::Reports
     } else {
         Section::Run
+    });
+    provide_context(Nav {
+        section,
+        rerun: RwSignal::new(None),
     });
     let (src_error, set_src_error) = signal(String::new());
     if let Some(url) = src {
@@ -118,7 +154,7 @@ fn Shell() -> impl IntoView {
                                 class:shell__nav-item--active=move || section.get() == s
                                 aria-current=move || (section.get() == s).then_some("page")
                                 data-testid=format!("nav-{}", s.id())
-                                on:click=move |_| set_section.set(s)
+                                on:click=move |_| section.set(s)
                             >
                                 {s.label()}
                             </button>
@@ -141,6 +177,9 @@ fn Shell() -> impl IntoView {
             <Show when=move || section.get() == Section::Compare>
                 <compare::ComparePage />
             </Show>
+            <div hidden=move || section.get() != Section::Claims>
+                <claim::ClaimPage />
+            </div>
         </main>
     }
 }

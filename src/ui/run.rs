@@ -150,6 +150,7 @@ impl RunContext {
                     event_loop_lag_p99_us: 0,
                     event_loop_lag_max_us: 0,
                     host: None,
+                    clock_epoch_us: web::clock_epoch_us(),
                 },
                 planned: None,
                 records: Vec::new(),
@@ -754,6 +755,48 @@ pub fn RunPage() -> impl IntoView {
     };
 
     // The live charts redraw at 2 Hz: the run's own worker shares the machine's cores.
+    // A re-run of a received report: its workload pins, everything else cleared; when the
+    // run ends, Compare opens with both.
+    let nav = use_context::<super::Nav>();
+    let lib = use_context::<super::viewer::Library>();
+    let rerun_of = RwSignal::new(None::<(String, usize)>);
+    if let Some(nav) = nav {
+        Effect::new(move |_| {
+            let Some(r) = nav.rerun.get() else {
+                return;
+            };
+            form.update(|f| {
+                for &(name, _) in RawConfig::FIELDS {
+                    if let Some(field) = f.field_mut(name) {
+                        *field = r.form.field(name).cloned().unwrap_or_default();
+                    }
+                }
+            });
+            report.set(None);
+            rerun_of.set(Some((r.title.clone(), r.source)));
+            nav.rerun.set(None);
+        });
+        Effect::new(move |_| {
+            let Some(done) = report.get() else {
+                return;
+            };
+            let (Some((title, source)), Some(lib)) = (rerun_of.get_untracked(), lib) else {
+                return;
+            };
+            rerun_of.set(None);
+            let Ok(text) = done.to_json() else {
+                return;
+            };
+            if lib
+                .open_text(format!("re-run of {title}"), None, &text)
+                .is_ok()
+            {
+                let new = lib.entries.with_untracked(Vec::len).saturating_sub(1);
+                lib.compare_picks.set(vec![source, new]);
+                nav.section.set(super::Section::Compare);
+            }
+        });
+    }
     let live = RwSignal::new(LiveSeries::new());
     let last_drawn = StoredValue::new((0u64, 0u64));
     Effect::new(move |_| {
@@ -821,6 +864,11 @@ pub fn RunPage() -> impl IntoView {
                         <button data-testid="interrupted-discard" on:click=move |_| on_interrupted_discard(())>"Discard"</button>
                     </div>
                 }
+            })}
+            {move || rerun_of.get().map(|(title, _)| view! {
+                <p class="notice" data-testid="rerun-banner" role="note">
+                    {format!("Re-running the workload pins of “{title}”. Type your endpoint and its API, press Probe endpoint for its server pins, then Start: Compare opens with both reports when the run ends.")}
+                </p>
             })}
             {from_link.then(|| view! {
                 <p class="report__warn" data-testid="link-pins" role="note">

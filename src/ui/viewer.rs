@@ -54,6 +54,8 @@ pub struct Library {
     pub selected: RwSignal<usize>,
     /// The user's trusted keys.
     pub trusted: RwSignal<TrustedKeys>,
+    /// The entries picked on the Compare screen (none picked: all are compared).
+    pub compare_picks: RwSignal<Vec<usize>>,
 }
 
 /// Trusted keys from storage, plus this browser's own signing key when it was generated
@@ -92,6 +94,7 @@ impl Library {
             entries: RwSignal::new(Vec::new()),
             selected: RwSignal::new(0),
             trusted: RwSignal::new(load_trusted()),
+            compare_picks: RwSignal::new(Vec::new()),
         };
         // A first visit makes its WebCrypto key asynchronously: trust it once it exists.
         spawn_local(async move {
@@ -598,6 +601,21 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
         }
     };
     let sig_is_unknown = matches!(sig, SigState::UnknownKey { .. });
+    // "Run these pins against my endpoint": the workload pins go to the Run screen.
+    let nav = use_context::<super::Nav>();
+    let source = lib.selected.get_untracked();
+    let rerun_cfg = b.config.clone();
+    let rerun_title = e.title.clone();
+    let rerun = move |_| {
+        if let Some(nav) = nav {
+            nav.rerun.set(Some(super::Rerun {
+                form: crate::core::pins::workload_form(&rerun_cfg),
+                title: rerun_title.clone(),
+                source,
+            }));
+            nav.section.set(super::Section::Run);
+        }
+    };
     let timing = format!(
         "Opened in {:.0} ms ({}); charts and tables built in {:.0} ms.",
         e.timings.iter().map(|(_, us)| *us).sum::<u64>() as f64 / 1000.0,
@@ -622,6 +640,10 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
             <p class="report__timing" data-testid="open-timing">{timing}</p>
             <ul data-testid="mismatches">{recompute.2.into_iter().map(|m| view! { <li>{m}</li> }).collect_view()}</ul>
             <p data-testid="card-state">{card_text}</p>
+            <p>
+                <button type="button" class="btn btn--primary" data-testid="rerun" on:click=rerun>"Run these pins against my endpoint"</button>
+                " The Run screen opens with this report's workload pins; your endpoint, key and its server pins are yours to probe or type. When the run ends, Compare opens with both."
+            </p>
             {report_body(r)}
             <section class="share" aria-label="Share">
                 <button data-testid="download-csv" on:click=csv>"Download records as CSV"</button>

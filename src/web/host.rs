@@ -352,6 +352,7 @@ fn finish(st: &Rc<RefCell<State>>) {
             event_loop_lag_p99_us: p99,
             event_loop_lag_max_us: max,
             host: Some(s.host),
+            clock_epoch_us: web::clock_epoch_us(),
         };
         (s.session.take(), s.sink.clone(), env)
     };

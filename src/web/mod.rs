@@ -84,6 +84,13 @@ pub fn now_us() -> u64 {
     })
 }
 
+/// The wall clock (Unix µs) at this scope's time origin (`performance.timeOrigin`), the
+/// zero of [`now_us`].
+pub fn clock_epoch_us() -> Option<u64> {
+    let origin = performance()?.time_origin();
+    (origin.is_finite() && origin > 0.0).then(|| (origin * 1000.0).round() as u64)
+}
+
 /// Smallest step of `performance.now()` observed over a short busy loop, µs.
 pub fn timer_resolution_us() -> u64 {
     let Some(p) = performance() else {

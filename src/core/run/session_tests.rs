@@ -441,6 +441,7 @@ fn open_loop_cap_shows_queueing_instead_of_hiding_it() {
         event_loop_lag_p99_us: 0,
         event_loop_lag_max_us: 0,
         host: None,
+        clock_epoch_us: None,
     };
     let v = metrics::client_verdict(&records, &summary, env, false);
     assert!(v.invalid);

@@ -5,6 +5,7 @@ pub mod card;
 pub mod compare;
 pub mod import;
 pub mod jcs;
+pub mod merge;
 pub mod report;
 pub mod sign;
 pub mod viewer;

@@ -141,6 +141,9 @@ pub struct ReportBody {
     /// What a reader must know that the figures do not say (e.g. the run was interrupted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Present when the report merges several clients' reports (`share::merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<crate::core::share::merge::MergeInfo>,
 }
 
 impl ReportBody {
@@ -166,6 +169,7 @@ impl ReportBody {
             records,
             summary,
             notes: Vec::new(),
+            merged: None,
         })
     }
 }
@@ -760,6 +764,7 @@ pub(crate) mod tests {
             event_loop_lag_p99_us: 300,
             event_loop_lag_max_us: 900,
             host: None,
+            clock_epoch_us: None,
         };
         let body = ReportBody::build(
             "2026-11-29T15:00:00Z".into(),

@@ -1016,6 +1016,11 @@ pub struct ClientEnv {
     /// Which host ran the measurement loop (absent in reports made before hosts existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<RunHost>,
+    /// The wall clock (Unix time, µs) at the host clock's zero: every `t_…_us` of the
+    /// records plus this is a wall-clock instant, which is how reports of clients that ran
+    /// at the same time are put on one clock (`share::merge`). Absent in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_epoch_us: Option<u64>,
 }
 
 /// Where the run loop (fetch, stream reading, timestamps) ran.
@@ -1472,6 +1477,7 @@ mod tests {
             event_loop_lag_p99_us: 100,
             event_loop_lag_max_us: 500,
             host: None,
+            clock_epoch_us: None,
         };
         let v = client_verdict(&records, &summary, env, false);
         assert!(v.invalid);

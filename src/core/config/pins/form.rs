@@ -615,6 +615,116 @@ impl Preset {
     }
 }
 
+/// The fields a re-run takes from a report: every workload pin (lengths, exactness,
+/// enforcement, load, windows, cache policy, sampling). Endpoint, model and server pins
+/// are left out, to be probed or typed for the new endpoint.
+pub const WORKLOAD_FIELDS: &[&str] = &[
+    "prompt_tokens",
+    "prompt_exactness",
+    "output_tokens",
+    "output_enforcement",
+    "load_mode",
+    "concurrency",
+    "rate_rps",
+    "arrival",
+    "in_flight_cap",
+    "stall_timeout_s",
+    "warmup",
+    "measured",
+    "cooldown",
+    "nonce_prefix",
+    "temperature",
+    "sampling_extra",
+];
+
+/// A span as the form writes it: `8` (requests) or `1.5s`.
+fn span_form(s: Span) -> String {
+    match s {
+        Span::Requests { count } => count.to_string(),
+        Span::Duration { ms } => format!("{}s", milli(ms)),
+    }
+}
+
+/// The workload pins of a pinned configuration as form text ([`WORKLOAD_FIELDS`]), each
+/// declared: what "Run these pins against my endpoint" fills in.
+pub fn workload_form(cfg: &RunConfig) -> RawConfig {
+    let mut raw = RawConfig::default();
+    let list = |v: Vec<String>| v.join(",");
+    let steps = &cfg.load.value.steps;
+    let closed: Vec<String> = steps
+        .iter()
+        .filter_map(|s| match s {
+            LoadStep::Closed { concurrency } => Some(concurrency.to_string()),
+            LoadStep::Open { .. } => None,
+        })
+        .collect();
+    let open: Vec<(String, String, String)> = steps
+        .iter()
+        .filter_map(|s| match *s {
+            LoadStep::Open {
+                rate_milli_rps,
+                arrival,
+                in_flight_cap,
+            } => Some((
+                milli(rate_milli_rps),
+                match arrival {
+                    Arrival::Poisson => "poisson".to_owned(),
+                    Arrival::Gamma { shape_milli } => {
+                        format!("gamma({})", milli(u64::from(shape_milli)))
+                    }
+                },
+                in_flight_cap.to_string(),
+            )),
+            LoadStep::Closed { .. } => None,
+        })
+        .collect();
+    let w = cfg.window.value;
+    let mut fills: Vec<(&str, String)> = vec![
+        ("prompt_tokens", cfg.prompt_len.value.to_string()),
+        ("prompt_exactness", wire_name(&cfg.prompt_exactness.value)),
+        ("output_tokens", cfg.output_len.value.to_string()),
+        (
+            "output_enforcement",
+            wire_name(&cfg.output_enforcement.value),
+        ),
+        ("stall_timeout_s", milli(cfg.load.value.stall_timeout_ms)),
+        ("warmup", span_form(w.warmup)),
+        ("measured", span_form(w.measured)),
+        ("cooldown", span_form(w.cooldown)),
+        (
+            "nonce_prefix",
+            if cfg.cache.value.nonce_prefix {
+                "on"
+            } else {
+                "off"
+            }
+            .to_owned(),
+        ),
+        ("temperature", cfg.sampling.value.temperature.to_string()),
+        (
+            "sampling_extra",
+            serde_json::to_string(&cfg.sampling.value.extra).unwrap_or_else(|_| "{}".into()),
+        ),
+    ];
+    if open.is_empty() {
+        fills.push(("load_mode", "closed".into()));
+        fills.push(("concurrency", list(closed)));
+    } else {
+        fills.push(("load_mode", "open".into()));
+        fills.push(("rate_rps", list(open.iter().map(|o| o.0.clone()).collect())));
+        if let Some(first) = open.first() {
+            fills.push(("arrival", first.1.clone()));
+            fills.push(("in_flight_cap", first.2.clone()));
+        }
+    }
+    for (name, text) in fills {
+        if let Some(f) = raw.field_mut(name) {
+            *f = RawField::declared(text);
+        }
+    }
+    raw
+}
+
 /// Per-stream decode time assumed for the rough duration when nothing was measured.
 pub const ASSUMED_MS_PER_TOKEN: u64 = 20;
 
@@ -860,6 +970,52 @@ mod tests {
         // An open-loop field does not make a closed loop's load section missing.
         let load = secs.iter().find(|s| s.pin == PinId::Load).expect("load");
         assert_eq!(section_status(&raw, load, &["rate_rps"]), PinStatus::Pinned);
+    }
+
+    #[test]
+    fn a_reports_workload_pins_round_trip_through_the_form() {
+        for extra in [
+            vec![],
+            vec![
+                ("load_mode", "open"),
+                ("rate_rps", "1.5,4"),
+                ("arrival", "gamma(0.5)"),
+                ("in_flight_cap", "32"),
+                ("measured", "12.5s"),
+                ("prompt_tokens", "normal(500,100,100,900)"),
+                ("nonce_prefix", "off"),
+                ("sampling_extra", "{\"top_p\":0.9}"),
+                ("temperature", "0.7"),
+            ],
+        ] {
+            let mut raw = crate::core::pins::tests::full_raw();
+            for (k, v) in extra {
+                *raw.field_mut(k).expect("field") = RawField::declared(v);
+            }
+            let cfg = RunConfig::try_from(&raw).expect("pinned");
+            let w = workload_form(&cfg);
+            // Only workload fields are filled.
+            for &(name, _) in RawConfig::FIELDS {
+                let filled = !w.field(name).map(|f| f.text.is_empty()).unwrap_or(true);
+                if filled {
+                    assert!(WORKLOAD_FIELDS.contains(&name), "{name}");
+                }
+            }
+            // With the same server pins, the form pins the same workload.
+            let mut again = raw.clone();
+            for name in WORKLOAD_FIELDS {
+                *again.field_mut(name).expect("field") = w.field(name).cloned().unwrap_or_default();
+            }
+            let back = RunConfig::try_from(&again).expect("pinned again");
+            assert_eq!(back.prompt_len.value, cfg.prompt_len.value);
+            assert_eq!(back.output_len.value, cfg.output_len.value);
+            assert_eq!(back.load.value, cfg.load.value);
+            assert_eq!(back.window.value, cfg.window.value);
+            assert_eq!(back.cache.value, cfg.cache.value);
+            assert_eq!(back.sampling.value, cfg.sampling.value);
+            assert_eq!(back.prompt_exactness.value, cfg.prompt_exactness.value);
+            assert_eq!(back.output_enforcement.value, cfg.output_enforcement.value);
+        }
     }
 
     #[test]
