@@ -348,9 +348,35 @@ fn charts_and_translator_cover_the_report() {
     let t = view::translator(&r, 0);
     assert_eq!(t.len(), 6);
     for row in &t {
-        assert_eq!(row.cells.len(), 5);
+        assert_eq!(row.cells.len(), 7);
         assert_eq!(row.cells[0].tool, "pinbench");
+        assert_eq!(row.cells[5].tool, "Artificial Analysis");
+        assert_eq!(row.cells[6].tool, "MLPerf server");
     }
+    // Artificial Analysis' headline figures against an oracle on the sorted values:
+    // median TTFT, and median output speed after the first chunk.
+    let recs = view::measured_ok(&r, 0);
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[(v.len() + 1) / 2 - 1]
+    };
+    let ttfts: Vec<f64> = recs
+        .iter()
+        .filter_map(|x| pinbench::core::metrics::request_metrics(x).ttft_us)
+        .map(|t| t as f64 / 1000.0)
+        .collect();
+    assert_eq!(t[0].cells[5].value, Some(median(ttfts)));
+    let speeds: Vec<f64> = recs
+        .iter()
+        .filter_map(|x| {
+            let (a, b) = (x.chunks.first()?, x.chunks.last()?);
+            let n = x.output_tokens() as f64 - f64::from(a.tokens);
+            (b.t_us > a.t_us && n > 0.0).then(|| n / ((b.t_us - a.t_us) as f64 / 1e6))
+        })
+        .collect();
+    assert_eq!(t[5].cells[5].value, Some(median(speeds)));
+    // MLPerf's p99 TTFT is at least the median.
+    assert!(t[0].cells[6].value >= t[0].cells[5].value);
     // TTFT is defined alike everywhere; the measured-window tools agree with pinbench.
     let ttft = &t[0].cells;
     let (p, a) = (ttft[0].value.unwrap_or(0.0), ttft[2].value.unwrap_or(0.0));

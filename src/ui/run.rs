@@ -879,22 +879,38 @@ pub fn RunPage() -> impl IntoView {
                 </p>
             })}
             <div class="run__toolbar">
-                <div class="run__presets" role="group" aria-labelledby="presets-label">
-                    <span class="run__toolbar-label" id="presets-label">"Workload presets"</span>
-                    {pins::PRESETS
-                        .iter()
-                        .map(|p| {
-                            let on = move || form.with(|f| p.all_fills().all(|(n, t)| f.field(n).is_some_and(|x| x.text == t)));
+                <div class="run__presets-all">
+                    {preset_groups()
+                        .into_iter()
+                        .enumerate()
+                        .map(|(gi, (group, presets))| {
+                            let label_id = format!("presets-label-{gi}");
                             view! {
-                                <button
-                                    type="button"
-                                    class="chip"
-                                    aria-pressed=move || if on() { "true" } else { "false" }
-                                    data-testid=format!("preset-{}", p.id)
-                                    on:click=move |_| apply_preset(p)
-                                >
-                                    {p.label}
-                                </button>
+                                <div class="run__presets" role="group" aria-labelledby=label_id.clone()>
+                                    <span class="run__toolbar-label" id=label_id>{if gi == 0 { "Workload presets".to_owned() } else { group.to_owned() }}</span>
+                                    {presets
+                                        .into_iter()
+                                        .map(|p| {
+                                            let on = move || form.with(|f| p.all_fills().all(|(n, t)| f.field(n).is_some_and(|x| x.text == t)));
+                                            view! {
+                                                <button
+                                                    type="button"
+                                                    class="chip"
+                                                    aria-pressed=move || if on() { "true" } else { "false" }
+                                                    data-testid=format!("preset-{}", p.id)
+                                                    on:click=move |_| {
+                                                        apply_preset(p);
+                                                        if let Some((ttft, tpot)) = p.slo_ms {
+                                                            slo_fields.set((ttft.to_owned(), tpot.to_owned(), String::new()));
+                                                        }
+                                                    }
+                                                >
+                                                    {p.label}
+                                                </button>
+                                            }
+                                        })
+                                        .collect_view()}
+                                </div>
                             }
                         })
                         .collect_view()}
@@ -1091,6 +1107,18 @@ pub fn RunPage() -> impl IntoView {
             })}
         </section>
     }
+}
+
+/// The presets by methodology, in order of first appearance.
+fn preset_groups() -> Vec<(&'static str, Vec<&'static pins::Preset>)> {
+    let mut out: Vec<(&'static str, Vec<&'static pins::Preset>)> = Vec::new();
+    for p in pins::PRESETS {
+        match out.iter_mut().find(|(g, _)| *g == p.group) {
+            Some((_, v)) => v.push(p),
+            None => out.push((p.group, vec![p])),
+        }
+    }
+    out
 }
 
 /// Moves keyboard focus to the element with this id (a checklist entry's field).

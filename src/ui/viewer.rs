@@ -736,7 +736,7 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
             <div class="table-scroll" tabindex="0" role="region" aria-label="Metric translator">
             <table class="translator" data-testid="translator">
                 <caption>"The same run under other tools' definitions (step 0)"</caption>
-                <thead><tr><th scope="col">"concept"</th><th scope="col">"pinbench"</th><th scope="col">"vLLM bench serve"</th><th scope="col">"AIPerf"</th><th scope="col">"guidellm"</th><th scope="col">"llmperf"</th></tr></thead>
+                <thead><tr><th scope="col">"concept"</th><th scope="col">"pinbench"</th><th scope="col">"vLLM bench serve"</th><th scope="col">"AIPerf"</th><th scope="col">"guidellm"</th><th scope="col">"llmperf"</th><th scope="col">"Artificial Analysis"</th><th scope="col">"MLPerf (server)"</th></tr></thead>
                 <tbody>
                     {translator.into_iter().map(|row| view! {
                         <tr>

@@ -1,5 +1,5 @@
 // Accessibility: axe-core (npm) on the Run screen (empty, pinned, after a run), Reports
-// (a signed report open), Compare (two reports) and the card, light and dark: zero serious
+// (a signed report open), Compare (two reports), Claims and the card, light and dark: zero serious
 // or critical violations. Usage: node tests/e2e/a11y.mjs dist
 import fs from "node:fs";
 import http from "node:http";
@@ -70,6 +70,11 @@ try {
     await page.getByTestId("nav-compare").click();
     await page.getByTestId("compare-table").waitFor({ timeout: 15000 });
     await audit(page, `${scheme}: Compare`);
+    await page.getByTestId("nav-claims").click();
+    await page.getByTestId("claim-input").fill("Llama 3.1 70B at 2,100 tokens/s per user on 8×H100, 3× faster than vLLM");
+    await page.getByTestId("claim-check").click();
+    await page.getByTestId("claim-result").waitFor();
+    await audit(page, `${scheme}: Claims`);
 
     const card = await ctx.newPage();
     await card.goto(`${url}?view=card&theme=${scheme}&src=${encodeURIComponent(reportUrl)}`);

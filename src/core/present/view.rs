@@ -460,8 +460,20 @@ pub struct TranslatorRow {
     pub concept: &'static str,
     /// Unit of the values.
     pub unit: &'static str,
-    /// pinbench first, then vLLM, AIPerf, guidellm, llmperf.
+    /// pinbench first, then vLLM, AIPerf, guidellm, llmperf, Artificial Analysis, MLPerf
+    /// (server scenario).
     pub cells: Vec<Translation>,
+}
+
+/// The nearest-rank quantile `q` of the values.
+fn quantile(v: impl Iterator<Item = f64>, q: f64) -> Option<f64> {
+    let mut xs: Vec<f64> = v.filter(|x| x.is_finite()).collect();
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let rank = ((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len());
+    xs.get(rank - 1).copied()
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
@@ -469,7 +481,8 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| s / n as f64)
 }
 
-/// The same step under vLLM `bench serve`, AIPerf, guidellm and llmperf definitions,
+/// The same step under vLLM `bench serve`, AIPerf, guidellm, llmperf, Artificial Analysis
+/// and MLPerf (server scenario) definitions,
 /// computed from the records (measured window for tools with warm-up exclusion, every
 /// completed request of the step for those without).
 pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
@@ -529,6 +542,16 @@ pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
         .and_then(|s| s.decode_speed_milli)
         .map(|d| d.mean as f64 / 1000.0);
     let m = |rs: &[Row], f: &dyn Fn(&Row) -> Option<f64>| mean(rs.iter().filter_map(f));
+    let p =
+        |rs: &[Row], f: &dyn Fn(&Row) -> Option<f64>, q: f64| quantile(rs.iter().filter_map(f), q);
+    // Artificial Analysis' output speed: tokens after the first chunk / (last chunk −
+    // first chunk), per request.
+    let after_first = |r: &Row| {
+        let (first, last) = (r.0.chunks.first()?, r.0.chunks.last()?);
+        let tokens = n_out(r) - f64::from(first.tokens);
+        (last.t_us > first.t_us && tokens > 0.0)
+            .then(|| tokens / ((last.t_us - first.t_us) as f64 / 1e6))
+    };
     vec![
         TranslatorRow {
             concept: "time to first token (mean)",
@@ -539,6 +562,8 @@ pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
                 t("AIPerf", "time_to_first_token", "send → first response with content; profiling phase", m(&measured, &ttft)),
                 t("guidellm", "time_to_first_token_ms", "send → first token; per benchmark", m(&measured, &ttft)),
                 t("llmperf", "ttft_s", "send → first chunk; every request", m(&all, &ttft)),
+                t("Artificial Analysis", "TTFT (median)", "send → first chunk, median of requests (their headline)", p(&measured, &ttft, 0.5)),
+                t("MLPerf server", "TTFT p99", "send → first token, 99th percentile: must meet the scenario's limit", p(&measured, &ttft, 0.99)),
             ],
         },
         TranslatorRow {
@@ -553,6 +578,8 @@ pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
                     let last = r.0.chunks.last()?;
                     (n_out(r) > 0.0).then(|| (last.t_us - r.0.t_send_us) as f64 / 1000.0 / n_out(r))
                 })),
+                t("Artificial Analysis", "—", "not reported (see output speed)", None),
+                t("MLPerf server", "TPOT p99", "(E2E − TTFT) / (output tokens − 1), 99th percentile: must meet the scenario's limit", p(&measured, &tpot_excl_first, 0.99)),
             ],
         },
         TranslatorRow {
@@ -566,6 +593,8 @@ pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
                     e2e(r).filter(|_| n_out(r) > 0.0).map(|e| e / n_out(r))
                 })),
                 t("llmperf", "—", "see inter_token_latency_s", None),
+                t("Artificial Analysis", "—", "no such metric", None),
+                t("MLPerf server", "—", "no such metric", None),
             ],
         },
         TranslatorRow {
@@ -577,6 +606,8 @@ pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
                 t("AIPerf", "inter_chunk_latency", "every gap between responses", gaps(&measured)),
                 t("guidellm", "—", "no such metric", None),
                 t("llmperf", "—", "no such metric", None),
+                t("Artificial Analysis", "—", "no such metric", None),
+                t("MLPerf server", "—", "no such metric", None),
             ],
         },
         TranslatorRow {
@@ -588,6 +619,8 @@ pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
                 t("AIPerf", "output_token_throughput", "output tokens / profiling duration", agg(&measured)),
                 t("guidellm", "output_tokens_per_second", "output tokens / benchmark duration", agg(&measured)),
                 t("llmperf", "results_mean_output_throughput_token_per_s", "output tokens / whole run's wall time", agg(&all)),
+                t("Artificial Analysis", "—", "not reported (per-stream figures only)", None),
+                t("MLPerf server", "tokens per second", "output tokens / run duration (the scenario's result, valid only when the latency limits are met)", agg(&measured)),
             ],
         },
         TranslatorRow {
@@ -599,6 +632,8 @@ pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
                 t("AIPerf", "output_token_throughput_per_user", "1 / inter_token_latency, per request", m(&measured, &|r| tpot_excl_first(r).filter(|x| *x > 0.0).map(|x| 1000.0 / x))),
                 t("guidellm", "—", "not reported per stream", None),
                 t("llmperf", "request_output_throughput_token_per_s", "output tokens / E2E (includes TTFT), per request", m(&all, &|r| e2e(r).filter(|e| *e > 0.0).map(|e| n_out(r) / (e / 1000.0)))),
+                t("Artificial Analysis", "output speed (median)", "tokens after the first chunk / (last chunk − first chunk), median of requests (their headline)", p(&measured, &after_first, 0.5)),
+                t("MLPerf server", "—", "no such metric", None),
             ],
         },
     ]

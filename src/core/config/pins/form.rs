@@ -527,12 +527,16 @@ pub fn arrival_text(gamma: bool, shape: &str) -> String {
 /// A workload preset: fills every workload pin (never model, endpoint or server pins).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Preset {
+    /// Whose methodology it follows (`pinbench`, `Artificial Analysis`, …).
+    pub group: &'static str,
     /// Stable id (`preset-{id}` test id).
     pub id: &'static str,
     /// Button label.
     pub label: &'static str,
     /// `(field, text)` it sets.
     pub fills: &'static [(&'static str, &'static str)],
+    /// Goodput SLOs the methodology judges by (TTFT, TPOT, ms), when it has them.
+    pub slo_ms: Option<(&'static str, &'static str)>,
 }
 
 /// The workload pins every preset states the same way: exact prompts, exact output
@@ -550,6 +554,7 @@ const PRESET_COMMON: [(&str, &str); 7] = [
 /// The presets, first the one a newcomer is offered.
 pub const PRESETS: &[Preset] = &[
     Preset {
+        group: "pinbench",
         id: "chat",
         label: "chat 128→128, c=8",
         fills: &[
@@ -560,8 +565,10 @@ pub const PRESETS: &[Preset] = &[
             ("measured", "64"),
             ("cooldown", "8"),
         ],
+        slo_ms: None,
     },
     Preset {
+        group: "pinbench",
         id: "agent",
         label: "agent 8000→256, c=16",
         fills: &[
@@ -572,8 +579,10 @@ pub const PRESETS: &[Preset] = &[
             ("measured", "64"),
             ("cooldown", "16"),
         ],
+        slo_ms: None,
     },
     Preset {
+        group: "pinbench",
         id: "long-decode",
         label: "long decode 8000→4000, c=16",
         fills: &[
@@ -584,8 +593,10 @@ pub const PRESETS: &[Preset] = &[
             ("measured", "32"),
             ("cooldown", "16"),
         ],
+        slo_ms: None,
     },
     Preset {
+        group: "pinbench",
         id: "single",
         label: "single stream 128→32, c=1",
         fills: &[
@@ -596,13 +607,171 @@ pub const PRESETS: &[Preset] = &[
             ("measured", "16"),
             ("cooldown", "0"),
         ],
+        slo_ms: None,
+    },
+    // Artificial Analysis: each workload as one stream and as 10 parallel, a unique
+    // prompt per request; their headline figures are the median per-stream output speed
+    // after the first chunk, and the median TTFT.
+    Preset {
+        group: "Artificial Analysis",
+        id: "aa-100-300-c1",
+        label: "100→300, 1 stream",
+        fills: &[
+            ("prompt_tokens", "100"),
+            ("output_tokens", "300"),
+            ("concurrency", "1"),
+            ("warmup", "1"),
+            ("measured", "10"),
+            ("cooldown", "0"),
+        ],
+        slo_ms: None,
+    },
+    Preset {
+        group: "Artificial Analysis",
+        id: "aa-1k-1k-c1",
+        label: "1k→1k (default), 1 stream",
+        fills: &[
+            ("prompt_tokens", "1000"),
+            ("output_tokens", "1000"),
+            ("concurrency", "1"),
+            ("warmup", "1"),
+            ("measured", "10"),
+            ("cooldown", "0"),
+        ],
+        slo_ms: None,
+    },
+    Preset {
+        group: "Artificial Analysis",
+        id: "aa-10k-1500-c1",
+        label: "10k→1.5k, 1 stream",
+        fills: &[
+            ("prompt_tokens", "10000"),
+            ("output_tokens", "1500"),
+            ("concurrency", "1"),
+            ("warmup", "1"),
+            ("measured", "10"),
+            ("cooldown", "0"),
+        ],
+        slo_ms: None,
+    },
+    Preset {
+        group: "Artificial Analysis",
+        id: "aa-100k-2k-c1",
+        label: "100k→2k, 1 stream",
+        fills: &[
+            ("prompt_tokens", "100000"),
+            ("output_tokens", "2000"),
+            ("concurrency", "1"),
+            ("warmup", "1"),
+            ("measured", "10"),
+            ("cooldown", "0"),
+        ],
+        slo_ms: None,
+    },
+    Preset {
+        group: "Artificial Analysis",
+        id: "aa-100-300-c10",
+        label: "100→300, 10 parallel",
+        fills: &[
+            ("prompt_tokens", "100"),
+            ("output_tokens", "300"),
+            ("concurrency", "10"),
+            ("warmup", "10"),
+            ("measured", "40"),
+            ("cooldown", "10"),
+        ],
+        slo_ms: None,
+    },
+    Preset {
+        group: "Artificial Analysis",
+        id: "aa-1k-1k-c10",
+        label: "1k→1k, 10 parallel",
+        fills: &[
+            ("prompt_tokens", "1000"),
+            ("output_tokens", "1000"),
+            ("concurrency", "10"),
+            ("warmup", "10"),
+            ("measured", "40"),
+            ("cooldown", "10"),
+        ],
+        slo_ms: None,
+    },
+    Preset {
+        group: "Artificial Analysis",
+        id: "aa-10k-1500-c10",
+        label: "10k→1.5k, 10 parallel",
+        fills: &[
+            ("prompt_tokens", "10000"),
+            ("output_tokens", "1500"),
+            ("concurrency", "10"),
+            ("warmup", "10"),
+            ("measured", "40"),
+            ("cooldown", "10"),
+        ],
+        slo_ms: None,
+    },
+    Preset {
+        group: "Artificial Analysis",
+        id: "aa-100k-2k-c10",
+        label: "100k→2k, 10 parallel",
+        fills: &[
+            ("prompt_tokens", "100000"),
+            ("output_tokens", "2000"),
+            ("concurrency", "10"),
+            ("warmup", "10"),
+            ("measured", "40"),
+            ("cooldown", "10"),
+        ],
+        slo_ms: None,
+    },
+    // MLPerf Inference, server scenario: Poisson arrivals at a target rate, judged by
+    // 99th-percentile TTFT and TPOT limits (here the Llama 2 70B limits: TTFT ≤ 2 s,
+    // TPOT ≤ 200 ms). The lengths are pinbench's choice, not MLPerf's dataset.
+    Preset {
+        group: "MLPerf server",
+        id: "mlperf-server",
+        label: "Poisson 2 req/s, 1024→256, p99 TTFT ≤ 2 s / TPOT ≤ 200 ms",
+        fills: &[
+            ("load_mode", "open"),
+            ("rate_rps", "2"),
+            ("arrival", "poisson"),
+            ("in_flight_cap", "100"),
+            ("prompt_tokens", "1024"),
+            ("output_tokens", "256"),
+            ("warmup", "10s"),
+            ("measured", "60s"),
+            ("cooldown", "10s"),
+        ],
+        slo_ms: Some(("2000", "200")),
+    },
+    // vLLM `bench serve` with the random dataset's defaults: 1024 input and 128 output
+    // tokens, 1000 prompts sent at once, no ignore_eos (outputs may stop early).
+    Preset {
+        group: "vLLM bench serve",
+        id: "vllm-random",
+        label: "random dataset defaults: 1024→128, 1000 prompts at once",
+        fills: &[
+            ("prompt_tokens", "1024"),
+            ("output_tokens", "128"),
+            ("output_enforcement", "none"),
+            ("concurrency", "1000"),
+            ("warmup", "0"),
+            ("measured", "1000"),
+            ("cooldown", "0"),
+        ],
+        slo_ms: None,
     },
 ];
 
 impl Preset {
-    /// Every `(field, text)` the preset sets: its own and the common workload pins.
+    /// Every `(field, text)` the preset sets: its own, and the common workload pins it does
+    /// not set itself.
     pub fn all_fills(&self) -> impl Iterator<Item = (&'static str, &'static str)> {
-        PRESET_COMMON.into_iter().chain(self.fills.iter().copied())
+        let own = self.fills;
+        PRESET_COMMON
+            .into_iter()
+            .filter(move |(name, _)| !own.iter().any(|(n, _)| n == name))
+            .chain(own.iter().copied())
     }
 
     /// Applies the preset to a form (each value declared).
