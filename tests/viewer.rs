@@ -358,7 +358,7 @@ fn charts_and_translator_cover_the_report() {
     let recs = view::measured_ok(&r, 0);
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        v[(v.len() + 1) / 2 - 1]
+        v[v.len().div_ceil(2) - 1]
     };
     let ttfts: Vec<f64> = recs
         .iter()

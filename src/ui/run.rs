@@ -885,8 +885,9 @@ pub fn RunPage() -> impl IntoView {
                         .enumerate()
                         .map(|(gi, (group, presets))| {
                             let label_id = format!("presets-label-{gi}");
+                            let labelled_by = label_id.clone();
                             view! {
-                                <div class="run__presets" role="group" aria-labelledby=label_id.clone()>
+                                <div class="run__presets" role="group" aria-labelledby=labelled_by>
                                     <span class="run__toolbar-label" id=label_id>{if gi == 0 { "Workload presets".to_owned() } else { group.to_owned() }}</span>
                                     {presets
                                         .into_iter()
