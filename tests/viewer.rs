@@ -383,6 +383,11 @@ fn charts_and_translator_cover_the_report() {
     assert!((p - a).abs() < 0.01, "{p} vs {a}");
     let figures = view::headline(&r.body.summary.steps[0]);
     assert!(figures.iter().all(|f| !f.window.is_empty()));
+    // Every number links to its definition, whose scope is the figure's.
+    for f in &figures {
+        let d = pinbench::core::definitions::definition(f.key).expect("a definition");
+        assert_eq!(d.scope, f.scope, "{}", f.key);
+    }
     assert!(figures.iter().any(|f| f.label.contains("per-stream")));
     assert!(figures.iter().any(|f| f.label.contains("aggregate")));
 }

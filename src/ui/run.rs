@@ -28,6 +28,9 @@ use super::form;
 /// which every preset can run (over http:// a browser keeps at most 6 requests in flight).
 const DEFAULT_ENDPOINT: &str = "https://127.0.0.1:8443";
 
+/// How often the live view shows progress, µs (the host publishes at 10 Hz).
+const PROGRESS_SHOWN_US: u64 = 250_000;
+
 /// How often the live charts redraw, µs.
 const LIVE_REDRAW_US: u64 = 500_000;
 
@@ -85,6 +88,8 @@ struct RunContext {
     key: String,
     /// Parts of the records written so far, and parts that did not fit in storage.
     parts: std::cell::Cell<(u32, u32)>,
+    /// Host time of the progress last shown, µs.
+    progress_shown_us: std::cell::Cell<u64>,
     listener: wasm_bindgen::closure::Closure<dyn FnMut()>,
 }
 
@@ -116,6 +121,7 @@ impl RunContext {
                 probes,
                 key,
                 parts: std::cell::Cell::new((0, 0)),
+                progress_shown_us: std::cell::Cell::new(0),
                 listener,
             }
         });
@@ -204,9 +210,15 @@ impl RunSinks {
         lag
     }
 
+    /// Shows progress at most every [`PROGRESS_SHOWN_US`] (and always the last): the
+    /// page's rendering competes for the cores with the worker that measures.
     fn on_progress(&self, p: Progress) {
-        self.show_page_lag();
-        self.progress.set(p);
+        let last = self.ctx.progress_shown_us.get();
+        if p.finished || last == 0 || p.now_us >= last + PROGRESS_SHOWN_US {
+            self.ctx.progress_shown_us.set(p.now_us.max(1));
+            self.show_page_lag();
+            self.progress.set(p);
+        }
     }
 
     /// New completed records (`count` of them) as JSON text: stored as they are, never
@@ -1044,21 +1056,18 @@ pub fn RunPage() -> impl IntoView {
                         }
                     }}
                 </div>
+                // A static list whose texts change: a progress tick rewrites a few text
+                // nodes, never the elements (the run's worker shares the machine's cores).
                 <dl class="live__stats" data-testid="live-stats">
-                    {move || {
-                        let p = progress.get();
+                    <div><dt>"step"</dt><dd>{move || progress.with(|p| format!("{}/{}{}", p.step.0 + 1, p.step.1.max(1), p.phase.as_deref().map(|ph| format!(" · {ph}")).unwrap_or_default()))}</dd></div>
+                    <div><dt>"in flight / target"</dt><dd>{move || progress.with(|p| format!("{} / {}", p.in_flight.0, p.in_flight.1))}</dd></div>
+                    <div><dt>"aggregate, since start"</dt><dd>{move || progress.with(|p| {
                         let elapsed = (p.now_us.saturating_sub(p.started_us)) as f64 / 1e6;
-                        let q = |v: Option<[u64; 3]>| v.map_or("—".to_owned(), |[a, b, c]| format!("{} / {} / {} ms", pins::milli(a), pins::milli(b), pins::milli(c)));
-                        let errors = if p.errors.is_empty() { "none".to_owned() } else { p.errors.iter().map(|(k, n)| format!("{k} × {n}")).collect::<Vec<_>>().join(", ") };
-                        view! {
-                            <div><dt>"step"</dt><dd>{format!("{}/{}{}", p.step.0 + 1, p.step.1.max(1), p.phase.as_deref().map(|ph| format!(" · {ph}")).unwrap_or_default())}</dd></div>
-                            <div><dt>"in flight / target"</dt><dd>{format!("{} / {}", p.in_flight.0, p.in_flight.1)}</dd></div>
-                            <div><dt>"aggregate, since start"</dt><dd>{format!("{:.0} tok/s", if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 })}</dd></div>
-                            <div><dt>"TTFT p50 / p90 / p99 so far"</dt><dd data-testid="live-ttft">{q(p.ttft_q)}</dd></div>
-                            <div><dt>"TPOT p50 / p90 / p99 so far"</dt><dd data-testid="live-tpot">{q(p.tpot_q)}</dd></div>
-                            <div><dt>"errors"</dt><dd data-testid="live-errors" class:bad=!p.errors.is_empty()>{errors}</dd></div>
-                        }
-                    }}
+                        format!("{:.0} tok/s", if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 })
+                    })}{super::viewer::definition_view("live_aggregate", "aggregate, since start")}</dd></div>
+                    <div><dt>"TTFT p50 / p90 / p99 so far"</dt><dd><span data-testid="live-ttft">{move || progress.with(|p| live_q(p.ttft_q))}</span>{super::viewer::definition_view("live_ttft", "TTFT so far")}</dd></div>
+                    <div><dt>"TPOT p50 / p90 / p99 so far"</dt><dd><span data-testid="live-tpot">{move || progress.with(|p| live_q(p.tpot_q))}</span>{super::viewer::definition_view("live_tpot", "TPOT so far")}</dd></div>
+                    <div><dt>"errors"</dt><dd data-testid="live-errors" class:bad=move || progress.with(|p| !p.errors.is_empty())>{move || progress.with(|p| if p.errors.is_empty() { "none".to_owned() } else { p.errors.iter().map(|(k, n)| format!("{k} × {n}")).collect::<Vec<_>>().join(", ") })}</dd></div>
                 </dl>
                 <div class="live__charts chart-row" data-testid="live-charts">
                     {move || {
@@ -1132,6 +1141,18 @@ fn focus_id(id: &str) {
     {
         let _ = el.focus();
     }
+}
+
+/// Live quantiles (µs) as "p50 / p90 / p99 ms", or a dash before any request completed.
+fn live_q(v: Option<[u64; 3]>) -> String {
+    v.map_or("—".to_owned(), |[a, b, c]| {
+        format!(
+            "{} / {} / {} ms",
+            pins::milli(a),
+            pins::milli(b),
+            pins::milli(c)
+        )
+    })
 }
 
 /// 12345678 → "12,345,678".

@@ -463,11 +463,24 @@ fn headline_view(figures: Vec<view::Figure>) -> impl IntoView {
                         <strong class="headline__value">{f.value}</strong>
                         <span class="scope" data-testid=format!("scope-{}", f.key)>{f.scope}</span>
                         " "<span class="headline__window">{format!("({})", f.window)}</span>
+                        {definition_view(f.key, f.label)}
                     </dd>
                 </div>
             }).collect_view()}
         </dl>
     }
+}
+
+/// A number's definition, behind a small "?" that opens it (keyboard and pointer).
+pub fn definition_view(key: &'static str, label: &str) -> impl IntoView {
+    crate::core::definitions::definition(key).map(|d| {
+        view! {
+            <details class="def" data-testid=format!("def-{key}")>
+                <summary aria-label=format!("What “{label}” means")>"definition"</summary>
+                <p>{d.text()}</p>
+            </details>
+        }
+    })
 }
 
 fn sig_class(s: &SigState) -> &'static str {
@@ -735,7 +748,15 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
             {pin_table(view::pin_rows(&b.config))}
             <div class="table-scroll" tabindex="0" role="region" aria-label="Metric translator">
             <table class="translator" data-testid="translator">
-                <caption>"The same run under other tools' definitions (step 0)"</caption>
+                <caption>
+                    "The same run under other tools' and methodologies' definitions (step 0). Sources: "
+                    <span data-testid="translator-sources">
+                        {crate::core::definitions::PEER_SOURCES.iter().enumerate().map(|(i, (name, url))| view! {
+                            {(i > 0).then_some(", ")}
+                            <a href=*url target="_blank" rel="noopener">{*name}</a>
+                        }).collect_view()}
+                    </span>
+                </caption>
                 <thead><tr><th scope="col">"concept"</th><th scope="col">"pinbench"</th><th scope="col">"vLLM bench serve"</th><th scope="col">"AIPerf"</th><th scope="col">"guidellm"</th><th scope="col">"llmperf"</th><th scope="col">"Artificial Analysis"</th><th scope="col">"MLPerf (server)"</th></tr></thead>
                 <tbody>
                     {translator.into_iter().map(|row| view! {

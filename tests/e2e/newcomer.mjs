@@ -72,11 +72,16 @@ try {
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
     await download.saveAs(file);
     const report = JSON.parse(fs.readFileSync(file, "utf8"));
+    console.log(`first run: measuring loop lag p99 ${report.body.client.env.event_loop_lag_p99_us} µs, max ${report.body.client.env.event_loop_lag_max_us} µs`);
     check(report.body.client.invalid === false, `the first run is valid (${report.body.client.findings.join(" ")})`);
     check((await page.getByTestId("client-verdict").textContent()).includes("valid: the client did not limit"), "the results say the run is valid");
     const ok = report.body.records.filter((r) => r.outcome.kind === "ok").length;
     check(ok === 80, `all 80 requests succeeded (${ok})`);
     check((await page.getByTestId("scope-aggregate_steady").count()) + (await page.getByTestId("scope-aggregate_measured").count()) >= 1, "headline figures say aggregate or per-stream");
+    const def = page.getByTestId("results").getByTestId("def-ttft");
+    await def.locator("summary").click();
+    check((await def.textContent()).includes("From → to: fetch() / send → first chunk carrying a token"), "a number opens its definition (TTFT: from which instant to which)");
+    check(await page.getByTestId("results").getByTestId("translator-sources").locator("a").count() === 6, "the metric translator cites each peer's definition");
     check(errors.length === 0, `no console errors (${errors.join("; ")})`);
     fs.rmSync(file, { force: true });
 

@@ -2,5 +2,6 @@
 //! CSV, and chart geometry as SVG text.
 
 pub mod chart;
+pub mod definitions;
 pub mod live;
 pub mod view;
