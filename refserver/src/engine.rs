@@ -66,6 +66,8 @@ pub enum Emit {
 pub struct Job {
     /// Prompt tokens.
     pub prompt_tokens: u32,
+    /// Of those, tokens found in the prefix cache (not prefilled again).
+    pub cached_tokens: u32,
     /// Most tokens to generate.
     pub max_tokens: u32,
     /// Stop after this many tokens (simulated EOS), if earlier than `max_tokens`.
@@ -265,7 +267,7 @@ fn run(p: Profile, origin: Instant, rx: mpsc::Receiver<Job>, stats: Arc<Stats>) 
 fn new_seq(job: Job) -> Seq {
     let reserved = u64::from(job.prompt_tokens) + u64::from(job.max_tokens);
     // A prompt of 0 tokens still needs one forward pass.
-    let prefill_left = job.prompt_tokens.max(1);
+    let prefill_left = job.prompt_tokens.saturating_sub(job.cached_tokens).max(1);
     Seq {
         job,
         prefill_left,

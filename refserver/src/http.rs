@@ -50,6 +50,8 @@ pub struct AppState {
     pub next_id: AtomicU64,
     /// Requests in flight.
     pub in_flight: AtomicU64,
+    /// Prompts prefilled so far (hashes of their text), when the profile has a prefix cache.
+    pub prefix_cache: std::sync::Mutex<std::collections::HashSet<u64>>,
     /// Last activity, server µs.
     pub last_activity_us: AtomicU64,
 }
@@ -74,6 +76,7 @@ impl AppState {
             fault_every: fault_every.max(1),
             next_id: AtomicU64::new(1),
             in_flight: AtomicU64::new(0),
+            prefix_cache: std::sync::Mutex::new(std::collections::HashSet::new()),
             last_activity_us: AtomicU64::new(0),
         }
     }
@@ -264,6 +267,7 @@ fn models(state: &AppState) -> Response<RespBody> {
                 "kv_capacity_tokens": p.kv_capacity_tokens, "max_num_seqs": p.max_num_seqs,
                 "batching": p.batching, "prefill_budget_tokens": p.prefill_budget_tokens,
                 "tokens_per_event": p.tokens_per_event,
+                "prefix_cache": p.prefix_cache,
                 // Prompts are prefilled in chunks of the prefill budget beside decoding.
                 "phases": "chunked_prefill",
                 "dtype": if p.bytes_per_param == 2.0 { "bf16".to_owned() } else { format!("{} bytes/param", p.bytes_per_param) },
@@ -409,12 +413,17 @@ fn natural_length(prompt: &str) -> u32 {
 struct Plan {
     chat: bool,
     prompt_tokens: u32,
+    /// Hash of the prompt's text (the prefix cache's key).
+    prompt_hash: u64,
     max_tokens: u32,
     stop_at: Option<u32>,
     stream: bool,
     include_usage: bool,
     continuous_usage: bool,
 }
+
+/// Prompts the prefix cache remembers before it starts over.
+const PREFIX_CACHE_ENTRIES: usize = 100_000;
 
 fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response<RespBody>>> {
     let bad = |m: &str| {
@@ -443,6 +452,12 @@ fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response
         None => return Err(bad("`model` is required")),
     }
     let (text, prompt_tokens) = prompt_of(body, chat).map_err(|e| bad(&e))?;
+    let prompt_hash = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        h.finish()
+    };
     let max_tokens = match body
         .get("max_tokens")
         .or_else(|| body.get("max_completion_tokens"))
@@ -484,6 +499,7 @@ fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response
     Ok(Plan {
         chat,
         prompt_tokens,
+        prompt_hash,
         max_tokens,
         stop_at,
         stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
@@ -582,8 +598,24 @@ async fn completion(
     let (etx, erx) = mpsc::unbounded_channel();
     state.in_flight.fetch_add(1, Ordering::Relaxed);
     let guard = InFlight(state.clone());
+    // The prefix cache: a prompt seen before needs only its last token prefilled.
+    let cached_tokens = if state.profile.prefix_cache {
+        let mut seen = state.prefix_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.len() > PREFIX_CACHE_ENTRIES {
+            seen.clear();
+        }
+        if seen.insert(plan.prompt_hash) {
+            0
+        } else {
+            plan.prompt_tokens.saturating_sub(1)
+        }
+    } else {
+        0
+    };
+    truth.cached_tokens = cached_tokens;
     if !state.engine.submit(Job {
         prompt_tokens: plan.prompt_tokens,
+        cached_tokens,
         max_tokens: plan.max_tokens,
         stop_at: plan.stop_at,
         out: etx,

@@ -22,6 +22,8 @@ Usage: pinbench-refserver [options]
   --profile NAME        tiny | 8b-h100 | 70b-8xh100 (default tiny)
   --profile-file PATH   a JSON profile (see src/profile.rs for the fields)
   --batching MODE       continuous | static (overrides the profile)
+  --prefix-cache on|off a prefix cache: a prompt prefilled before is not prefilled again
+                        (whole-prompt matches; default off)
   --tokens-per-event N  tokens per SSE event (overrides the profile)
   --max-num-seqs N      overrides the profile
   --kv-capacity N       KV capacity in tokens (overrides the profile)
@@ -83,9 +85,8 @@ fn parse_args() -> Result<Options, String> {
                 let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
                 o.profile = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
             }
-            "--batching" | "--tokens-per-event" | "--max-num-seqs" | "--kv-capacity" => {
-                overrides.push((a.clone(), val()?))
-            }
+            "--batching" | "--prefix-cache" | "--tokens-per-event" | "--max-num-seqs"
+            | "--kv-capacity" => overrides.push((a.clone(), val()?)),
             "--zero-step-cost" => zero = true,
             "--allow-origin" => o.allow_origin = val()?,
             "--fault" => {
@@ -114,6 +115,13 @@ fn parse_args() -> Result<Options, String> {
                     "continuous" => Batching::Continuous,
                     "static" => Batching::Static,
                     _ => return Err("--batching: continuous or static".into()),
+                }
+            }
+            "--prefix-cache" => {
+                o.profile.prefix_cache = match v.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err("--prefix-cache: on or off".into()),
                 }
             }
             "--tokens-per-event" => {

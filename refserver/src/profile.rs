@@ -47,6 +47,10 @@ pub struct Profile {
     /// Set the cost of every step to zero (for throughput benchmarks of the server).
     #[serde(default)]
     pub zero_step_cost: bool,
+    /// A prefix cache: a prompt whose text was prefilled before needs only its last token
+    /// prefilled again (whole-prompt matches; a nonce before the prompt defeats it).
+    #[serde(default)]
+    pub prefix_cache: bool,
 }
 
 impl Profile {
@@ -69,6 +73,7 @@ impl Profile {
             step_overhead_us: 500,
             tokens_per_event: 1,
             zero_step_cost: false,
+            prefix_cache: false,
         }
     }
 
@@ -91,6 +96,7 @@ impl Profile {
             step_overhead_us: 1_000,
             tokens_per_event: 1,
             zero_step_cost: false,
+            prefix_cache: false,
         }
     }
 
@@ -113,6 +119,7 @@ impl Profile {
             step_overhead_us: 3_000,
             tokens_per_event: 1,
             zero_step_cost: false,
+            prefix_cache: false,
         }
     }
 

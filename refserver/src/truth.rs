@@ -29,6 +29,8 @@ pub struct Truth {
     pub finished_us: Option<u64>,
     /// Prompt tokens.
     pub prompt_tokens: u32,
+    /// Of those, tokens the prefix cache held (not prefilled again).
+    pub cached_tokens: u32,
     /// Generated tokens sent.
     pub completion_tokens: u32,
     /// Finish reason.

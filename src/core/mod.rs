@@ -14,7 +14,7 @@ pub mod run;
 pub mod share;
 pub mod stats;
 
-pub use config::{claim, pins, probe};
+pub use config::{behaviour, claim, pins, probe};
 pub use measure::{dialect, record, sse};
 pub use present::{chart, definitions, live, view};
 pub use run::{prompt, schedule, session};

@@ -410,6 +410,177 @@ async fn probe(base: &str) -> Result<ProbeResult, String> {
     Ok((out, snapshots))
 }
 
+/// Waits `ms` milliseconds.
+async fn sleep_ms(ms: i32) {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        web::set_timeout(&resolve, ms);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(p).await;
+}
+
+/// What the behaviour probes found: pins filled, the evidence kept in the report, and a
+/// summary for the page.
+type BehaviourResult = (
+    Vec<(&'static str, String, Provenance)>,
+    Vec<ProbeSnapshot>,
+    String,
+);
+
+/// Runs the behaviour probes against a pinned endpoint and model: the batching regime
+/// (a late request while an earlier one decodes), the prefix cache (the same prompt twice,
+/// and with a nonce), and decode slowdown (TPOT at three prompt lengths, one stream).
+async fn behaviour_probes(
+    base: String,
+    dialect: crate::core::dialect::Dialect,
+    model: String,
+    key: Option<String>,
+) -> Result<BehaviourResult, String> {
+    use crate::core::behaviour::{
+        self as bh, batching, batching_verdict, cache_verdict, prefix_cache, slowdown, slowdown_of,
+        Timed,
+    };
+    let url = format!("{base}{}", dialect.path());
+    let run = |body: String, p: u32, o: u32| {
+        let (url, key) = (url.clone(), key.clone());
+        async move {
+            let rec = fetch::timed_stream(&url, &body, key.as_deref(), dialect, p, o).await?;
+            Timed::of(&rec).ok_or_else(|| format!("a probe request failed: {}", rec.outcome.kind()))
+        }
+    };
+    let mut fills = Vec::new();
+    let mut snaps = Vec::new();
+    let mut lines = Vec::new();
+    // Batching: A (long), then B while A decodes.
+    let a_body = bh::request_body(
+        dialect,
+        &model,
+        batching::PROMPT_TOKENS,
+        1,
+        Some(prompt_nonce(1)),
+        batching::A_TOKENS,
+    );
+    let b_body = bh::request_body(
+        dialect,
+        &model,
+        batching::PROMPT_TOKENS,
+        2,
+        Some(prompt_nonce(2)),
+        batching::B_TOKENS,
+    );
+    let a_fut = run(a_body, batching::PROMPT_TOKENS, batching::A_TOKENS);
+    let a_promise = wasm_bindgen_futures::future_to_promise(async move {
+        a_fut
+            .await
+            .map(|t| {
+                wasm_bindgen::JsValue::from_str(&serde_json::to_string(&t).unwrap_or_default())
+            })
+            .map_err(|e| wasm_bindgen::JsValue::from_str(&e))
+    });
+    sleep_ms(40).await;
+    let b = run(b_body, batching::PROMPT_TOKENS, batching::B_TOKENS).await?;
+    let a: Timed = wasm_bindgen_futures::JsFuture::from(a_promise)
+        .await
+        .ok()
+        .and_then(|v| v.as_string())
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or("the batching probe's long request failed")?;
+    let (v, why) = batching_verdict(&a, &b);
+    let scheduling = match v {
+        bh::BatchingVerdict::Continuous => Some("continuous"),
+        bh::BatchingVerdict::Static => Some("static"),
+        bh::BatchingVerdict::Unclear => None,
+    };
+    if let Some(s) = scheduling {
+        fills.push((
+            "scheduling",
+            s.to_owned(),
+            bh::probed("batching (staggered requests)", &why),
+        ));
+    }
+    lines.push(format!("batching: {} — {why}", wire_name(&v)));
+    snaps.push(ProbeSnapshot::new(
+        &format!("{url} — measured by pinbench: batching"),
+        200,
+        &serde_json::json!({"verdict": v, "evidence": why, "a": a, "b": b}).to_string(),
+    ));
+    // Prefix cache: cold, warm (same prompt), control (fresh nonce).
+    let body = |nonce: Option<String>| {
+        bh::request_body(
+            dialect,
+            &model,
+            prefix_cache::PROMPT_TOKENS,
+            7,
+            nonce,
+            prefix_cache::OUTPUT_TOKENS,
+        )
+    };
+    let same = format!("{} ", prompt_nonce(3));
+    let cold = run(
+        body(Some(same.clone())),
+        prefix_cache::PROMPT_TOKENS,
+        prefix_cache::OUTPUT_TOKENS,
+    )
+    .await?
+    .ttft_us();
+    // The repeat and the control twice each, the shorter kept (a loaded client's noise).
+    let (mut warm, mut control) = (u64::MAX, u64::MAX);
+    for k in 0..2 {
+        let w = run(
+            body(Some(same.clone())),
+            prefix_cache::PROMPT_TOKENS,
+            prefix_cache::OUTPUT_TOKENS,
+        );
+        warm = warm.min(w.await?.ttft_us());
+        let c = run(
+            body(Some(prompt_nonce(4 + k))),
+            prefix_cache::PROMPT_TOKENS,
+            prefix_cache::OUTPUT_TOKENS,
+        );
+        control = control.min(c.await?.ttft_us());
+    }
+    let (cv, cwhy) = cache_verdict(cold, warm, control);
+    lines.push(format!("prefix cache: {} — {cwhy}", wire_name(&cv)));
+    snaps.push(ProbeSnapshot::new(
+        &format!("{url} — measured by pinbench: prefix cache"),
+        200,
+        &serde_json::json!({"verdict": cv, "evidence": cwhy}).to_string(),
+    ));
+    // Decode slowdown: TPOT at three prompt lengths, one stream.
+    let mut points = Vec::new();
+    for (i, p) in slowdown::PROMPTS.into_iter().enumerate() {
+        let b = bh::request_body(
+            dialect,
+            &model,
+            p,
+            10 + i as u32,
+            Some(prompt_nonce(10 + i as u32)),
+            slowdown::OUTPUT_TOKENS,
+        );
+        if let Some(t) = run(b, p, slowdown::OUTPUT_TOKENS).await?.tpot_us {
+            points.push((p, t));
+        }
+    }
+    if let Some((s, text)) = slowdown_of(&points) {
+        lines.push(format!("decode slowdown: {text}"));
+        snaps.push(ProbeSnapshot::new(
+            &format!("{url} — measured by pinbench: decode slowdown"),
+            200,
+            &serde_json::json!({"points": s.points, "ratio": s.ratio, "evidence": text})
+                .to_string(),
+        ));
+    }
+    Ok((fills, snaps, lines.join("\n")))
+}
+
+/// A fresh nonce for a probe request.
+fn prompt_nonce(i: u32) -> String {
+    let seed = web::random_seed()
+        .ok()
+        .map(|s| u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]))
+        .unwrap_or(u64::from(i));
+    crate::core::prompt::nonce(i, seed)
+}
+
 /// One line stating the pins, printed beside every headline number.
 pub fn pins_line(cfg: &RunConfig) -> String {
     format!(
@@ -594,6 +765,45 @@ pub fn RunPage() -> impl IntoView {
                     }
                     probe_msg.set(e);
                 }
+            }
+        });
+    };
+    let behaviour_msg = RwSignal::new(String::new());
+    let on_behaviour = move |_| {
+        let (base, dialect, model) = form.with_untracked(|f| {
+            (
+                pins::parse_base_url(&f.endpoint_url.text),
+                match f.dialect.text.trim() {
+                    "chat" => Some(crate::core::dialect::Dialect::Chat),
+                    "completions" => Some(crate::core::dialect::Dialect::Completions),
+                    _ => None,
+                },
+                f.model_id.text.trim().to_owned(),
+            )
+        });
+        let (Some(base), Some(dialect), false) = (base, dialect, model.is_empty()) else {
+            return behaviour_msg.set("Set the endpoint, its API and the model id first (Probe endpoint fills the model).".into());
+        };
+        let key =
+            (key_origin.get_untracked() == pins::origin_of(&base)).then(|| api_key.get_untracked());
+        behaviour_msg.set("Measuring the server's behaviour (a few requests)…".into());
+        spawn_local(async move {
+            match behaviour_probes(base, dialect, model, key).await {
+                Ok((fills, snaps, text)) => {
+                    form.update(|f| {
+                        for (name, text, source) in fills {
+                            if let Some(field) = f.field_mut(name) {
+                                *field = RawField { text, source };
+                            }
+                        }
+                    });
+                    probes.update(|p| {
+                        p.retain(|s| !s.url.contains("measured by pinbench"));
+                        p.extend(snaps);
+                    });
+                    behaviour_msg.set(text);
+                }
+                Err(e) => behaviour_msg.set(format!("The behaviour probes stopped: {e}")),
             }
         });
     };
@@ -931,6 +1141,8 @@ pub fn RunPage() -> impl IntoView {
                 <div class="run__probe">
                     <button type="button" class="btn" data-testid="probe" on:click=on_probe>"Probe endpoint"</button>
                     <span class="run__probe-msg" data-testid="probe-message" role="status">{move || probe_msg.get()}</span>
+                    <button type="button" class="btn" data-testid="probe-behaviour" on:click=on_behaviour title="Staggered requests (batching regime), the same prompt twice (prefix cache), TTFT/TPOT at three prompt lengths (decode slowdown)">"Measure server behaviour"</button>
+                    <span class="run__probe-msg run__behaviour" data-testid="behaviour-message" role="status">{move || behaviour_msg.get()}</span>
                 </div>
                 {move || cert_help.get().map(|url| view! {
                     <p class="notice" data-testid="cert-help" role="note">

@@ -106,3 +106,55 @@ pub async fn request_text(
 pub async fn post_json(url: &str, body: &str) -> Result<(u16, String), String> {
     request_text("POST", url, Some(body)).await
 }
+
+/// Sends one streaming request and times it into a record (the core's timeline: a
+/// timestamp per read), for the behaviour probes.
+pub async fn timed_stream(
+    url: &str,
+    body: &str,
+    api_key: Option<&str>,
+    dialect: crate::core::dialect::Dialect,
+    prompt_tokens: u32,
+    output_tokens: u32,
+) -> Result<crate::core::record::RequestRecord, String> {
+    use crate::core::record::{RequestTimeline, StreamEnd};
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    init.set_mode(web_sys::RequestMode::Cors);
+    init.set_body(&JsValue::from_str(body));
+    let headers = web_sys::Headers::new().map_err(js_err)?;
+    let _ = headers.set("Content-Type", "application/json");
+    if let Some(k) = api_key.filter(|k| !k.is_empty()) {
+        let _ = headers.set("Authorization", &format!("Bearer {k}"));
+    }
+    init.set_headers(&headers);
+    let request = web_sys::Request::new_with_str_and_init(url, &init).map_err(js_err)?;
+    let t0 = crate::web::now_us();
+    let mut tl = RequestTimeline::new(0, 0, dialect, prompt_tokens, output_tokens, t0);
+    let resp: web_sys::Response = JsFuture::from(crate::web::fetch_request(&request))
+        .await
+        .map_err(js_err)?
+        .dyn_into()
+        .map_err(|_| "not a Response")?;
+    let t = crate::web::now_us();
+    let ctype = resp.headers().get("content-type").ok().flatten();
+    tl.on_headers(t, resp.status(), ctype.as_deref());
+    let body = resp.body().ok_or("no response body")?;
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    let (done_key, value_key) = (JsValue::from_str("done"), JsValue::from_str("value"));
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(js_err)?;
+        let t = crate::web::now_us();
+        if js_sys::Reflect::get(&chunk, &done_key)
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true)
+        {
+            break;
+        }
+        if let Ok(v) = js_sys::Reflect::get(&chunk, &value_key) {
+            tl.on_bytes(t, &js_sys::Uint8Array::new(&v).to_vec());
+        }
+    }
+    Ok(tl.finish(crate::web::now_us(), StreamEnd::Eof))
+}

@@ -3,7 +3,9 @@
 // to a re-run whose Compare verdict is "comparable" once the same server pins are probed.
 // Usage: node tests/e2e/claims_rerun.mjs dist
 import fs from "node:fs";
-import { serveDist, launch, checker, watchErrors } from "./lib.mjs";
+import os from "node:os";
+import path from "node:path";
+import { serveDist, launch, checker, watchErrors, startAndDownload } from "./lib.mjs";
 import { startRefserver } from "./refserver.mjs";
 import { pinRun, fill } from "./app_run.mjs";
 
@@ -87,6 +89,37 @@ try {
     check(verdict === "comparable", `re-run: Compare opens with both reports and says comparable (${sentence})`);
     check(await other.locator('[data-testid="compare-table"] thead th').count() >= 3, "re-run: both reports are side by side");
     check(errors.length === 0, `no console errors (${errors.join("; ")})`);
+  }
+  // Behaviour probes: a static batcher with a prefix cache is measured as such, and the
+  // scheduling pin is filled as probed, with the evidence in the report.
+  {
+    const odd = await startRefserver(["--batching", "static", "--prefix-cache", "on"]);
+    try {
+      const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
+      await page.goto(url);
+      await fill(page, "endpoint_url", `https://127.0.0.1:${odd.https}`);
+      await page.getByTestId("probe").click();
+      await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 10000 });
+      await fill(page, "scheduling", "undisclosed");
+      await page.getByTestId("probe-behaviour").click();
+      await page.getByTestId("behaviour-message").filter({ hasText: /decode slowdown:|stopped/ }).waitFor({ timeout: 60000 });
+      const said = await page.getByTestId("behaviour-message").textContent();
+      console.log(said);
+      check(said.includes("batching: static"), "behaviour: a static batcher is measured as static");
+      check(said.includes("prefix cache: on"), "behaviour: a prefix cache is measured as on");
+      check(await page.getByTestId("pin-scheduling").inputValue() === "static", "behaviour: the scheduling pin is filled");
+      check((await page.getByTestId("source-scheduling").getAttribute("title")).includes("measured by pinbench: batching"), "behaviour: … as probed, with its evidence");
+      await fill(page, "model_quant", "bf16");
+      await page.getByTestId("preset-single").click();
+      await fill(page, "measured", "3");
+      await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
+      const { report } = await startAndDownload(page, path.join(os.tmpdir(), `pinbench-behaviour-${process.pid}.json`), 120000);
+      const kept = report.body.probes.map((p) => p.url).filter((u) => u.includes("measured by pinbench"));
+      console.log(`probes in the report: ${report.body.probes.map((p) => p.url).join(" | ")}`);
+      check(kept.length === 3, `behaviour: the report keeps the three probes' evidence (${kept.length})`);
+    } finally {
+      odd.stop();
+    }
   }
 } finally {
   await browser.close();

@@ -1,0 +1,302 @@
+//! Probes that pin what servers do not say, by measuring: the batching regime (does a late
+//! arrival start decoding before an earlier request ends?), the prefix cache (is the same
+//! prompt's second TTFT much shorter?) and decode slowdown with context (TPOT at a few
+//! prompt lengths, one stream). The requests to send and the decisions are here; a host
+//! sends the requests, times them (a `RequestTimeline` each) and hands the records back.
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::dialect::{Dialect, LengthEnforcement, RequestSpec};
+use crate::core::metrics::request_metrics;
+use crate::core::pins::Provenance;
+use crate::core::prompt::{self, Calibration};
+use crate::core::record::RequestRecord;
+
+/// One probe request's timings, client clock µs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timed {
+    /// Sent.
+    pub send_us: u64,
+    /// First token chunk arrived.
+    pub first_token_us: u64,
+    /// Stream ended.
+    pub end_us: u64,
+    /// TPOT, µs, when the request had more than one token chunk.
+    pub tpot_us: Option<u64>,
+}
+
+impl Timed {
+    /// The timings of a record (`None` when it failed or carried no token).
+    pub fn of(r: &RequestRecord) -> Option<Timed> {
+        if !r.outcome.is_ok() {
+            return None;
+        }
+        let first = r.chunks.first()?.t_us;
+        Some(Timed {
+            send_us: r.t_send_us,
+            first_token_us: first,
+            end_us: r.t_end_us(),
+            tpot_us: request_metrics(r).tpot_us,
+        })
+    }
+
+    /// TTFT, µs.
+    pub fn ttft_us(&self) -> u64 {
+        self.first_token_us.saturating_sub(self.send_us)
+    }
+}
+
+/// The body of a probe request: `words` words of the prompt list (each prompt its own
+/// `variant`), an optional nonce, exactly `max_tokens` output tokens.
+pub fn request_body(
+    dialect: Dialect,
+    model: &str,
+    prompt_tokens: u32,
+    variant: u32,
+    nonce: Option<String>,
+    max_tokens: u32,
+) -> String {
+    RequestSpec {
+        model: model.to_owned(),
+        prompt: prompt::build(prompt_tokens, &Calibration::default(), None, variant),
+        max_tokens,
+        enforcement: LengthEnforcement::IgnoreEos,
+        temperature: Some(0.0),
+        extra: Default::default(),
+        nonce,
+        include_usage: true,
+        continuous_usage: false,
+    }
+    .body(dialect)
+    .to_string()
+}
+
+/// The batching probe: request A (a long output) is sent; once its first token has
+/// arrived, request B (short) is sent. A server that batches continuously starts B while
+/// A decodes; a static batcher makes B wait for A's batch to end.
+pub mod batching {
+    /// A's output tokens.
+    pub const A_TOKENS: u32 = 256;
+    /// B's output tokens.
+    pub const B_TOKENS: u32 = 8;
+    /// Prompt tokens of both.
+    pub const PROMPT_TOKENS: u32 = 32;
+    /// How long after A's first token B is sent, µs.
+    pub const B_DELAY_US: u64 = 20_000;
+}
+
+/// What the batching probe found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchingVerdict {
+    /// B's first token came while A was still decoding.
+    Continuous,
+    /// B's first token came only after A ended.
+    Static,
+    /// B was not sent while A was decoding (A too short, or a request failed).
+    Unclear,
+}
+
+/// Decides the batching regime from A's and B's timings, with the evidence in words.
+pub fn batching_verdict(a: &Timed, b: &Timed) -> (BatchingVerdict, String) {
+    let ms = |us: u64| us as f64 / 1000.0;
+    if b.send_us <= a.first_token_us || b.send_us >= a.end_us {
+        return (
+            BatchingVerdict::Unclear,
+            format!(
+                "B was sent at {:.1} ms, not while A decoded ({:.1}–{:.1} ms)",
+                ms(b.send_us - a.send_us.min(b.send_us)),
+                ms(a.first_token_us - a.send_us),
+                ms(a.end_us - a.send_us)
+            ),
+        );
+    }
+    let rel = |t: u64| ms(t.saturating_sub(a.send_us));
+    if b.first_token_us < a.end_us {
+        (
+            BatchingVerdict::Continuous,
+            format!(
+                "B (sent at {:.1} ms, while A decoded) got its first token at {:.1} ms, before A ended at {:.1} ms",
+                rel(b.send_us),
+                rel(b.first_token_us),
+                rel(a.end_us)
+            ),
+        )
+    } else {
+        (
+            BatchingVerdict::Static,
+            format!(
+                "B (sent at {:.1} ms, while A decoded) got its first token at {:.1} ms, only after A ended at {:.1} ms",
+                rel(b.send_us),
+                rel(b.first_token_us),
+                rel(a.end_us)
+            ),
+        )
+    }
+}
+
+/// The prefix-cache probe: a prompt sent twice as it is (cold, then warm), and once more
+/// with a fresh nonce before it (control, never cached).
+pub mod prefix_cache {
+    /// Prompt tokens (long enough for prefill to show in TTFT).
+    pub const PROMPT_TOKENS: u32 = 3000;
+    /// Output tokens.
+    pub const OUTPUT_TOKENS: u32 = 4;
+}
+
+/// What the prefix-cache probe found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheVerdict {
+    /// The repeated prompt's TTFT is under half of the uncached ones'.
+    On,
+    /// The repeated prompt's TTFT is like the uncached ones'.
+    Off,
+    /// In between: noise, or a partial cache.
+    Unclear,
+}
+
+/// Decides from the three TTFTs (µs): the cold first sending, the warm repeat, and the
+/// control with a nonce (hosts send the repeat and the control twice and pass the
+/// shorter of each, which halves the noise of a loaded client).
+pub fn cache_verdict(cold: u64, warm: u64, control: u64) -> (CacheVerdict, String) {
+    let uncached = cold.min(control).max(1);
+    let ratio = warm as f64 / uncached as f64;
+    let v = if ratio < 0.5 {
+        CacheVerdict::On
+    } else if ratio > 0.8 {
+        CacheVerdict::Off
+    } else {
+        CacheVerdict::Unclear
+    };
+    (
+        v,
+        format!(
+            "TTFT of the same prompt: first {:.1} ms, repeated {:.1} ms; with a fresh nonce {:.1} ms (repeat / uncached = {ratio:.2})",
+            cold as f64 / 1000.0,
+            warm as f64 / 1000.0,
+            control as f64 / 1000.0
+        ),
+    )
+}
+
+/// The decode-slowdown probe: TPOT at these prompt lengths, one stream, one request each.
+pub mod slowdown {
+    /// Prompt lengths, tokens.
+    pub const PROMPTS: [u32; 3] = [128, 1024, 3072];
+    /// Output tokens of each request.
+    pub const OUTPUT_TOKENS: u32 = 64;
+}
+
+/// Decode slowdown: how TPOT grows with the context.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Slowdown {
+    /// (prompt tokens, TPOT µs).
+    pub points: Vec<(u32, u64)>,
+    /// TPOT at the longest prompt ÷ TPOT at the shortest.
+    pub ratio: f64,
+}
+
+/// TPOT against prompt length.
+pub fn slowdown_of(points: &[(u32, u64)]) -> Option<(Slowdown, String)> {
+    let (first, last) = (points.first()?, points.last()?);
+    if first.1 == 0 || last.0 <= first.0 {
+        return None;
+    }
+    let ratio = last.1 as f64 / first.1 as f64;
+    let text = format!(
+        "TPOT at one stream: {} — {ratio:.2}× from {} to {} prompt tokens",
+        points
+            .iter()
+            .map(|(p, t)| format!("{p} tokens {:.2} ms", *t as f64 / 1000.0))
+            .collect::<Vec<_>>()
+            .join(", "),
+        first.0,
+        last.0
+    );
+    Some((
+        Slowdown {
+            points: points.to_vec(),
+            ratio,
+        },
+        text,
+    ))
+}
+
+/// The provenance of a pin a behaviour probe filled.
+pub fn probed(probe: &str, evidence: &str) -> Provenance {
+    Provenance::Probed {
+        url: format!("measured by pinbench: {probe}"),
+        field: evidence.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(send: u64, first: u64, end: u64) -> Timed {
+        Timed {
+            send_us: send,
+            first_token_us: first,
+            end_us: end,
+            tpot_us: None,
+        }
+    }
+
+    #[test]
+    fn batching_decisions() {
+        let a = t(0, 10_000, 300_000);
+        assert_eq!(
+            batching_verdict(&a, &t(30_000, 45_000, 60_000)).0,
+            BatchingVerdict::Continuous
+        );
+        assert_eq!(
+            batching_verdict(&a, &t(30_000, 305_000, 320_000)).0,
+            BatchingVerdict::Static
+        );
+        assert_eq!(
+            batching_verdict(&a, &t(5_000, 15_000, 20_000)).0,
+            BatchingVerdict::Unclear
+        );
+        assert_eq!(
+            batching_verdict(&a, &t(400_000, 410_000, 420_000)).0,
+            BatchingVerdict::Unclear
+        );
+    }
+
+    #[test]
+    fn cache_and_slowdown_decisions() {
+        assert_eq!(cache_verdict(20_000, 2_000, 21_000).0, CacheVerdict::On);
+        assert_eq!(cache_verdict(20_000, 19_000, 21_000).0, CacheVerdict::Off);
+        assert_eq!(
+            cache_verdict(20_000, 13_000, 21_000).0,
+            CacheVerdict::Unclear
+        );
+        let (s, text) =
+            slowdown_of(&[(128, 1_000), (1024, 1_500), (3072, 3_000)]).expect("slowdown");
+        assert!((s.ratio - 3.0).abs() < 1e-9);
+        assert!(text.contains("3.00×"));
+        assert!(slowdown_of(&[(128, 0), (256, 10)]).is_none());
+        assert!(slowdown_of(&[]).is_none());
+    }
+
+    #[test]
+    fn probe_bodies_are_exact_and_nonced_when_asked() {
+        let a = request_body(Dialect::Completions, "m", 32, 1, None, 8);
+        let b = request_body(Dialect::Completions, "m", 32, 1, None, 8);
+        assert_eq!(a, b, "the same prompt twice");
+        let c = request_body(
+            Dialect::Completions,
+            "m",
+            32,
+            1,
+            Some("nonce words ".into()),
+            8,
+        );
+        assert!(c.contains("nonce words"));
+        let v: serde_json::Value = serde_json::from_str(&a).expect("json");
+        assert_eq!(v["max_tokens"], 8);
+        assert_eq!(v["ignore_eos"], true);
+    }
+}
