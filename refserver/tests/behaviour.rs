@@ -65,10 +65,7 @@ fn timed(port: u16, clock: Instant, body: &str, prompt: u32, tokens: u32) -> Tim
             raw.clear();
         }
         // Hand every complete chunk's data to the timeline.
-        loop {
-            let Some(line_end) = pending.windows(2).position(|w| w == b"\r\n") else {
-                break;
-            };
+        while let Some(line_end) = pending.windows(2).position(|w| w == b"\r\n") {
             let size =
                 usize::from_str_radix(String::from_utf8_lossy(&pending[..line_end]).trim(), 16)
                     .expect("chunk size");
