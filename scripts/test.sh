@@ -93,6 +93,9 @@ node tests/e2e/claims_rerun.mjs dist
 step "end to end: three native runners merged into one report, against the server's truth"
 node tests/e2e/merge.mjs
 
+step "end to end: the bundle from a sub-path, the card embedded in another origin"
+node tests/e2e/subpath.mjs dist
+
 step "end to end: a share link cannot send a remembered key to another origin"
 node tests/e2e/link_key.mjs dist
 
