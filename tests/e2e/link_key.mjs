@@ -24,15 +24,16 @@ const other = http.createServer((req, res) => {
   req.on("end", () => {
     // A careless server echoes the credential it was sent, everywhere it can.
     const echo = (req.headers.authorization ?? "").replace(/^Bearer /, "");
-    if (req.method === "POST" && echo) {
-      res.writeHead(200, { ...cors, "content-type": "text/event-stream" });
-      res.end(sse.replace("data: [DONE]", `data: {"error":{"message":"key ${echo} is over quota"}}\n\ndata: [DONE]`));
-    } else if (req.method === "POST" && slow) {
-      // A slow stream (a run that lasts while another tab opens hostile files).
+    if (req.method === "POST" && slow) {
+      // A slow stream (a run that lasts while another tab opens hostile files), whatever
+      // key was sent.
       res.writeHead(200, { ...cors, "content-type": "text/event-stream" });
       const parts = sse.split("\n\n").filter((x) => x).map((x) => x + "\n\n");
       let i = 0;
       const tick = setInterval(() => { res.write(parts[i++]); if (i === parts.length) { clearInterval(tick); res.end(); } }, 150);
+    } else if (req.method === "POST" && echo) {
+      res.writeHead(200, { ...cors, "content-type": "text/event-stream" });
+      res.end(sse.replace("data: [DONE]", `data: {"error":{"message":"key ${echo} is over quota"}}\n\ndata: [DONE]`));
     } else if (req.method === "POST") { res.writeHead(200, { ...cors, "content-type": "text/event-stream" }); res.end(sse); }
     else { res.writeHead(401, { ...cors, "content-type": "application/json" }); res.end(`{"error":{"message":"Incorrect API key provided: ${echo || "none"}"}}`); }
   });
