@@ -2,9 +2,8 @@
 // (a signed report open), Compare (two reports), Claims and the card, light and dark: zero serious
 // or critical violations. Usage: node tests/e2e/a11y.mjs dist
 import fs from "node:fs";
-import http from "node:http";
 import { createRequire } from "node:module";
-import { serveDist, launch, checker } from "./lib.mjs";
+import { serveDist, launch, checker, serveJson } from "./lib.mjs";
 import { startRefserver } from "./refserver.mjs";
 
 const require = createRequire(import.meta.url);
@@ -15,13 +14,8 @@ const ref = await startRefserver();
 const browser = await launch(["--ignore-certificate-errors"]);
 const { check, finish } = checker();
 
-let reportText = "{}";
-const files = http.createServer((req, res) => {
-  res.writeHead(200, { "Content-Type": "application/json", "Access-Control-Allow-Origin": "*", "Cross-Origin-Resource-Policy": "cross-origin" });
-  res.end(reportText);
-});
-await new Promise((r) => files.listen(0, "127.0.0.1", r));
-const reportUrl = `http://127.0.0.1:${files.address().port}/report.json`;
+const files = await serveJson();
+const reportUrl = files.url;
 
 /** Runs axe on the page; reports serious and critical violations. */
 async function audit(page, name) {
@@ -55,7 +49,8 @@ try {
     await page.waitForFunction(() => document.querySelector('[data-testid="download-report"]') !== null, null, { polling: 500, timeout: 120000 });
     await audit(page, `${scheme}: Run, live view and results`);
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
-    reportText = fs.readFileSync(await download.path(), "utf8");
+    const reportText = fs.readFileSync(await download.path(), "utf8");
+    files.set(reportText);
 
     await page.getByTestId("nav-reports").click();
     await page.getByTestId("paste-input").fill(reportText);

@@ -35,6 +35,23 @@ export function serveDist(dir) {
   });
 }
 
+/**
+ * Serves one JSON document with CORS and CORP (as a wiki's file store serves a report), on
+ * 127.0.0.1. Resolves to {url, set(text), close()}.
+ */
+export function serveJson(path = "/report.json") {
+  let text = "{}";
+  const server = http.createServer((req, res) => {
+    res.writeHead(200, { "Content-Type": "application/json", "Access-Control-Allow-Origin": "*", "Cross-Origin-Resource-Policy": "cross-origin" });
+    res.end(text);
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({
+    url: `http://127.0.0.1:${server.address().port}${path}`,
+    set: (t) => { text = t; },
+    close: () => server.close(),
+  })));
+}
+
 /** Launches headless Debian Chromium (no downloads; the background-networking flags keep it off this machine's closed network). */
 export function launch(extraArgs = []) {
   return chromium.launch({

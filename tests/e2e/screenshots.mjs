@@ -2,10 +2,9 @@
 // 390×844, light and dark, against the reference server (8B-on-H100 profile).
 // Usage: node tests/e2e/screenshots.mjs [dist] [out-dir]
 // (out-dir defaults to $CARGO_TARGET_DIR/screenshots). Prints the files it wrote.
-import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
-import { serveDist, launch } from "./lib.mjs";
+import { serveDist, launch, serveJson } from "./lib.mjs";
 import { startRefserver } from "./refserver.mjs";
 
 const dist = process.argv[2] ?? "dist";
@@ -18,13 +17,8 @@ const SIZES = [["desktop", 1280, 800], ["phone", 390, 844]];
 const written = [];
 
 // The finished report, served with CORS for the card (as a wiki's file store would).
-let reportText = "{}";
-const files = http.createServer((req, res) => {
-  res.writeHead(200, { "Content-Type": "application/json", "Access-Control-Allow-Origin": "*", "Cross-Origin-Resource-Policy": "cross-origin" });
-  res.end(reportText);
-});
-await new Promise((r) => files.listen(0, "127.0.0.1", r));
-const reportUrl = `http://127.0.0.1:${files.address().port}/report.json`;
+const files = await serveJson();
+const reportUrl = files.url;
 
 async function shoot(page, name, scheme, locator) {
   for (const [size, w, h] of SIZES) {
@@ -60,7 +54,7 @@ try {
     await page.waitForFunction(() => document.querySelector('[data-testid="download-report"]') !== null, null, { polling: 500, timeout: 180000 });
     await shoot(page, "results", scheme, page.getByTestId("results").getByTestId("headline").first());
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
-    reportText = fs.readFileSync(await download.path(), "utf8");
+    files.set(fs.readFileSync(await download.path(), "utf8"));
     const card = await ctx.newPage();
     for (const [size, w, h] of SIZES) {
       await card.setViewportSize({ width: w, height: h });

@@ -7,7 +7,7 @@ import http from "node:http";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { launch, checker, watchErrors, startAndDownload } from "./lib.mjs";
+import { launch, checker, watchErrors, startAndDownload, serveJson } from "./lib.mjs";
 import { startRefserver } from "./refserver.mjs";
 import { fill } from "./app_run.mjs";
 
@@ -40,12 +40,8 @@ const host = await listen((req, res) => {
 });
 const app = `http://127.0.0.1:${host.port}${PREFIX}`;
 
-let reportText = "{}";
-const files = await listen((req, res) => {
-  res.writeHead(200, { "Content-Type": "application/json", "Access-Control-Allow-Origin": "*", "Cross-Origin-Resource-Policy": "cross-origin" });
-  res.end(reportText);
-});
-const reportUrl = `http://127.0.0.1:${files.port}/report.json`;
+const files = await serveJson();
+const reportUrl = files.url;
 
 // Another origin: a wiki page with the card's iframe, and one framing the whole app.
 const wiki = await listen((req, res) => {
@@ -73,7 +69,7 @@ try {
   check(report.body.client.env.host === "worker", `a run from the sub-path measures in its worker (${report.body.client.env.host})`);
   check(report.signature && report.body.records.length === 6, "… and downloads a signed report");
   check(errors.length === 0, `no console errors (${errors.join("; ")})`);
-  reportText = JSON.stringify(report);
+  files.set(JSON.stringify(report));
 
   const wikiPage = await (await browser.newContext()).newPage();
   await wikiPage.goto(`http://127.0.0.1:${wiki.port}/`);
@@ -92,7 +88,7 @@ try {
   await browser.close();
   ref.stop();
   host.server.close();
-  files.server.close();
+  files.close();
   wiki.server.close();
 }
 finish("sub-path hosting");

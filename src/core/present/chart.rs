@@ -607,45 +607,24 @@ pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> 
             x1: secs(w.end_us),
         });
     }
-    charts.push(Chart {
-        id: "throughput-time".into(),
-        title: "Aggregate output tok/s over time (all streams)".into(),
-        x_label: "time since first send, s".into(),
-        y_label: "tok/s".into(),
-        x_log: false,
-        x_integer: false,
-        y_integer: false,
-        series: vec![Series {
-            name: "aggregate tok/s".into(),
-            points: through,
-            mark: Mark::Line,
-        }],
-        bands: bands.clone(),
-    });
     let tl = in_flight_timeline(step_recs);
-    let target = f64::from(s.concurrency.target);
-    charts.push(Chart {
-        id: "in-flight-time".into(),
-        title: "Requests in flight over time".into(),
-        x_label: "time since first send, s".into(),
-        y_label: "in flight".into(),
-        x_log: false,
-        x_integer: false,
-        y_integer: true,
-        series: vec![
-            Series {
-                name: "achieved (on the wire, max per bin)".into(),
-                points: downsample_max(&tl, t0, end, 600),
-                mark: Mark::Step,
-            },
-            Series {
-                name: "target".into(),
-                points: vec![(0.0, target), (secs(end), target)],
-                mark: Mark::Reference,
-            },
+    let [through_chart, in_flight] = time_charts(
+        ["throughput-time", "in-flight-time"],
+        [
+            "Aggregate output tok/s over time (all streams)",
+            "Requests in flight over time",
         ],
+        "time since first send, s",
+        through,
+        (
+            "achieved (on the wire, max per bin)",
+            downsample_max(&tl, t0, end, 600),
+        ),
+        (s.concurrency.target, secs(end)),
         bands,
-    });
+    );
+    charts.push(through_chart);
+    charts.push(in_flight);
     charts.push(Chart {
         id: "decode-slowdown".into(),
         title: "Decode slowdown by output position (mean TPOT)".into(),
@@ -670,6 +649,60 @@ pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> 
         bands: vec![],
     });
     charts
+}
+
+/// The two time charts of a run (the report's and the live view's): aggregate output
+/// tok/s, and requests in flight against the target (dashed), with the windows shaded.
+/// `in_flight` is (series name, points); `target` is (target, end of the x axis, s).
+pub fn time_charts(
+    ids: [&str; 2],
+    titles: [&str; 2],
+    x_label: &str,
+    throughput: Vec<(f64, f64)>,
+    in_flight: (&str, Vec<(f64, f64)>),
+    target: (u32, f64),
+    bands: Vec<Band>,
+) -> [Chart; 2] {
+    let t = f64::from(target.0);
+    [
+        Chart {
+            id: ids[0].into(),
+            title: titles[0].into(),
+            x_label: x_label.into(),
+            y_label: "tok/s".into(),
+            x_log: false,
+            x_integer: false,
+            y_integer: false,
+            series: vec![Series {
+                name: "aggregate tok/s".into(),
+                points: throughput,
+                mark: Mark::Line,
+            }],
+            bands: bands.clone(),
+        },
+        Chart {
+            id: ids[1].into(),
+            title: titles[1].into(),
+            x_label: x_label.into(),
+            y_label: "in flight".into(),
+            x_log: false,
+            x_integer: false,
+            y_integer: true,
+            series: vec![
+                Series {
+                    name: in_flight.0.into(),
+                    points: in_flight.1,
+                    mark: Mark::Step,
+                },
+                Series {
+                    name: "target".into(),
+                    points: vec![(0.0, t), (target.1, t)],
+                    mark: Mark::Reference,
+                },
+            ],
+            bands,
+        },
+    ]
 }
 
 /// The sweep curve: per-stream decode tok/s (p50) against aggregate tok/s, one point per

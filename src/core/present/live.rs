@@ -2,7 +2,7 @@
 //! output tok/s and requests in flight over time, with the warm-up, measured and cool-down
 //! windows of each step shaded (by the phase of the last dispatch).
 
-use crate::core::chart::{Band, Chart, Mark, Series};
+use crate::core::chart::{Band, Chart};
 use crate::core::session::Progress;
 
 /// Samples kept before every other one is dropped (a run of hours stays small).
@@ -122,46 +122,18 @@ impl LiveSeries {
             .iter()
             .map(|s| (s.t_us as f64 / 1e6, f64::from(s.in_flight)))
             .collect();
-        let end = self.last_us as f64 / 1e6;
-        [
-            Chart {
-                id: "live-throughput".into(),
-                title: "Aggregate output tok/s (all streams, live)".into(),
-                x_label: "time since start, s".into(),
-                y_label: "tok/s".into(),
-                x_log: false,
-                x_integer: false,
-                y_integer: false,
-                series: vec![Series {
-                    name: "aggregate tok/s".into(),
-                    points: self.rate_points(),
-                    mark: Mark::Line,
-                }],
-                bands: bands.clone(),
-            },
-            Chart {
-                id: "live-in-flight".into(),
-                title: "Requests in flight (live)".into(),
-                x_label: "time since start, s".into(),
-                y_label: "in flight".into(),
-                x_log: false,
-                x_integer: false,
-                y_integer: true,
-                series: vec![
-                    Series {
-                        name: "in flight".into(),
-                        points: in_flight,
-                        mark: Mark::Step,
-                    },
-                    Series {
-                        name: "target".into(),
-                        points: vec![(0.0, f64::from(target)), (end, f64::from(target))],
-                        mark: Mark::Reference,
-                    },
-                ],
-                bands,
-            },
-        ]
+        crate::core::chart::time_charts(
+            ["live-throughput", "live-in-flight"],
+            [
+                "Aggregate output tok/s (all streams, live)",
+                "Requests in flight (live)",
+            ],
+            "time since start, s",
+            self.rate_points(),
+            ("in flight", in_flight),
+            (target, self.last_us as f64 / 1e6),
+            bands,
+        )
     }
 }
 
