@@ -350,7 +350,9 @@ pub fn analyse(text: &str) -> ClaimAnalysis {
     let size = w.iter().find_map(|tok| {
         tok.split(['-', '/', '_'])
             .find(|seg| {
-                let (num, unit) = seg.split_at(seg.len().saturating_sub(1));
+                // Split off the last character (which may be more than one byte).
+                let cut = seg.char_indices().last().map_or(0, |(i, _)| i);
+                let (num, unit) = seg.split_at(cut);
                 matches!(unit, "b" | "m")
                     && !num.is_empty()
                     && num.chars().all(|c| c.is_ascii_digit() || c == '.')
@@ -1079,6 +1081,20 @@ mod tests {
         // Nothing else is filled: the endpoint and the server's facts stay open.
         assert!(raw.endpoint_url.text.is_empty() && raw.kv_capacity.text.is_empty());
         assert!(a.open.contains(&PinId::KvBudget) && a.open.contains(&PinId::Window));
+    }
+
+    proptest::proptest! {
+        /// Whatever is pasted, the checker answers (never panics), and a claim it calls
+        /// checkable always has a model, lengths and a load.
+        #[test]
+        fn any_text_is_analysed(text in "\\PC{0,120}", words in proptest::collection::vec("(70b|8×h100|1k/1k|tok/s|per user|c=8|ttft|…|µs|é|→|3×|than vllm|[0-9,.]{1,6}[kmb]?)", 0..12)) {
+            let _ = analyse(&text);
+            let a = analyse(&words.join(" "));
+            if a.checkable {
+                proptest::prop_assert!(a.pin("prompt_tokens").is_some() && a.pin("output_tokens").is_some());
+                proptest::prop_assert!(a.pin("concurrency").is_some() || a.pin("rate_rps").is_some());
+            }
+        }
     }
 
     #[test]
