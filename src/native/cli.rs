@@ -420,6 +420,16 @@ async fn drive(
     })
 }
 
+/// The wall clock now, Unix milliseconds (0 before 1970).
+fn unix_ms_now() -> u64 {
+    // The host owns the clock; the core is only ever given its readings.
+    #[allow(clippy::disallowed_methods)]
+    let now = std::time::SystemTime::now();
+    now.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
 /// `pinbench merge --out FILE [--key FILE] A.json B.json …`.
 pub fn merge(args: &[String]) -> Result<(), CliError> {
     let mut out = PathBuf::from("pinbench-merged.json");
@@ -459,14 +469,7 @@ pub fn merge(args: &[String]) -> Result<(), CliError> {
         sources.push((title, opened));
     }
     let key = load_key(key.as_deref())?;
-    // The host owns the clock; the core is only ever given its readings.
-    #[allow(clippy::disallowed_methods)]
-    let created = iso8601(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0),
-    );
+    let created = iso8601(unix_ms_now());
     let body = crate::core::share::merge::merge(&sources, created)
         .map_err(|e| CliError::Report(format!("cannot merge: {e}")))?;
     let info = body.merged.clone();
@@ -504,22 +507,9 @@ pub fn run(args: &[String]) -> Result<(), CliError> {
         .map_err(|e| CliError::Report(format!("no async runtime: {e}")))?;
     let local = tokio::task::LocalSet::new();
     if let Some(at) = a.start_at_ms {
-        // The host owns the clock; the core is only ever given its readings.
-        #[allow(clippy::disallowed_methods)]
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        std::thread::sleep(Duration::from_millis(at.saturating_sub(now_ms)));
+        std::thread::sleep(Duration::from_millis(at.saturating_sub(unix_ms_now())));
     }
-    // The host owns the clock; the core is only ever given its readings.
-    #[allow(clippy::disallowed_methods)]
-    let wall = std::time::SystemTime::now();
-    let created = iso8601(
-        wall.duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0),
-    );
+    let created = iso8601(unix_ms_now());
     let run = local.block_on(&rt, async {
         let calibration = match cfg.prompt_exactness.value {
             crate::core::pins::PromptExactness::ServerTokenizer => {
