@@ -67,8 +67,8 @@ pub enum MergeError {
     /// A source is a sweep.
     #[error("{0}: a sweep (several load steps) cannot be merged; merge one step's runs")]
     Sweep(String),
-    /// The judged pins differ.
-    #[error("the reports' pins differ: {0}")]
+    /// The judged pins differ (Compare's verdict, in words).
+    #[error("the reports' pins differ ({0})")]
     PinsDiffer(String),
     /// The measured windows do not overlap.
     #[error("the measured windows do not overlap (on the wall clock): {0}")]
@@ -139,23 +139,9 @@ pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody
         .iter()
         .map(|(t, o)| Subject::from_report(t, &o.report))
         .collect();
-    if let Verdict::NotComparable {
-        differs,
-        open,
-        suspect,
-    } = compare(&subjects).verdict
-    {
-        let mut why = Vec::new();
-        if !differs.is_empty() {
-            why.push(format!("differ in {}", differs.join(", ")));
-        }
-        if !open.is_empty() {
-            why.push(format!("not pinned in every report: {}", open.join(", ")));
-        }
-        if !suspect.is_empty() {
-            why.push(suspect.join("; "));
-        }
-        return Err(MergeError::PinsDiffer(why.join("; ")));
+    let verdict = compare(&subjects).verdict;
+    if verdict != Verdict::Comparable {
+        return Err(MergeError::PinsDiffer(verdict.sentence()));
     }
     let epochs: Vec<u64> = sources
         .iter()
