@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use common::Server;
 use pinbench::core::behaviour::{
-    self, batching, batching_verdict, cache_verdict, prefix_cache, slowdown, slowdown_of,
+    self, batching, batching_verdict, cache_verdict_of, prefix_cache, slowdown, slowdown_of,
     BatchingVerdict, CacheVerdict, Timed,
 };
 use pinbench::core::dialect::Dialect;
@@ -85,22 +85,7 @@ fn timed(port: u16, clock: Instant, body: &str, prompt: u32, tokens: u32) -> Tim
 
 fn batching_probe(port: u16) -> (BatchingVerdict, String) {
     let clock = Instant::now();
-    let a_body = behaviour::request_body(
-        Dialect::Completions,
-        MODEL,
-        batching::PROMPT_TOKENS,
-        1,
-        None,
-        batching::A_TOKENS,
-    );
-    let b_body = behaviour::request_body(
-        Dialect::Completions,
-        MODEL,
-        batching::PROMPT_TOKENS,
-        2,
-        None,
-        batching::B_TOKENS,
-    );
+    let [a_body, b_body] = behaviour::batching_requests(Dialect::Completions, MODEL, [None, None]);
     let a = std::thread::spawn(move || {
         timed(
             port,
@@ -110,8 +95,9 @@ fn batching_probe(port: u16) -> (BatchingVerdict, String) {
             batching::A_TOKENS,
         )
     });
-    // B once A decodes: the host waits a fixed delay after A's send plus its TTFT margin.
-    std::thread::sleep(std::time::Duration::from_millis(40));
+    std::thread::sleep(std::time::Duration::from_millis(u64::from(
+        batching::B_DELAY_MS,
+    )));
     let b = timed(
         port,
         clock,
@@ -125,31 +111,20 @@ fn batching_probe(port: u16) -> (BatchingVerdict, String) {
 
 fn cache_probe(port: u16) -> (CacheVerdict, String) {
     let clock = Instant::now();
-    let body = |nonce: Option<String>| {
-        behaviour::request_body(
-            Dialect::Completions,
-            MODEL,
-            prefix_cache::PROMPT_TOKENS,
-            7,
-            nonce,
-            prefix_cache::OUTPUT_TOKENS,
-        )
-    };
-    let go = |b: String| {
-        timed(
+    let nonce = |i| pinbench::core::prompt::nonce(i, 42);
+    let bodies = behaviour::cache_requests(Dialect::Completions, MODEL, None, [nonce(1), nonce(2)]);
+    let mut ttfts = [0u64; 5];
+    for (t, b) in ttfts.iter_mut().zip(bodies) {
+        *t = timed(
             port,
             clock,
             &b,
             prefix_cache::PROMPT_TOKENS,
             prefix_cache::OUTPUT_TOKENS,
         )
-        .ttft_us()
-    };
-    let cold = go(body(None));
-    let warm = go(body(None)).min(go(body(None)));
-    let control = go(body(Some(pinbench::core::prompt::nonce(1, 42))))
-        .min(go(body(Some(pinbench::core::prompt::nonce(2, 42)))));
-    cache_verdict(cold, warm, control)
+        .ttft_us();
+    }
+    cache_verdict_of(ttfts)
 }
 
 #[test]

@@ -436,8 +436,8 @@ async fn behaviour_probes(
     key: Option<String>,
 ) -> Result<BehaviourResult, String> {
     use crate::core::behaviour::{
-        self as bh, batching, batching_verdict, cache_verdict, prefix_cache, slowdown, slowdown_of,
-        Timed,
+        self as bh, batching, batching_verdict, cache_verdict_of, prefix_cache, slowdown,
+        slowdown_of, Timed,
     };
     let url = format!("{base}{}", dialect.path());
     let run = |body: String, p: u32, o: u32| {
@@ -451,21 +451,10 @@ async fn behaviour_probes(
     let mut snaps = Vec::new();
     let mut lines = Vec::new();
     // Batching: A (long), then B while A decodes.
-    let a_body = bh::request_body(
+    let [a_body, b_body] = bh::batching_requests(
         dialect,
         &model,
-        batching::PROMPT_TOKENS,
-        1,
-        Some(prompt_nonce(1)),
-        batching::A_TOKENS,
-    );
-    let b_body = bh::request_body(
-        dialect,
-        &model,
-        batching::PROMPT_TOKENS,
-        2,
-        Some(prompt_nonce(2)),
-        batching::B_TOKENS,
+        [Some(prompt_nonce(1)), Some(prompt_nonce(2))],
     );
     let a_fut = run(a_body, batching::PROMPT_TOKENS, batching::A_TOKENS);
     let a_promise = wasm_bindgen_futures::future_to_promise(async move {
@@ -476,7 +465,7 @@ async fn behaviour_probes(
             })
             .map_err(|e| wasm_bindgen::JsValue::from_str(&e))
     });
-    sleep_ms(40).await;
+    sleep_ms(batching::B_DELAY_MS as i32).await;
     let b = run(b_body, batching::PROMPT_TOKENS, batching::B_TOKENS).await?;
     let a: Timed = wasm_bindgen_futures::JsFuture::from(a_promise)
         .await
@@ -503,42 +492,24 @@ async fn behaviour_probes(
         200,
         &serde_json::json!({"verdict": v, "evidence": why, "a": a, "b": b}).to_string(),
     ));
-    // Prefix cache: cold, warm (same prompt), control (fresh nonce).
-    let body = |nonce: Option<String>| {
-        bh::request_body(
-            dialect,
-            &model,
+    // Prefix cache: the same prompt cold and warm, and behind fresh nonces.
+    let mut ttfts = [0u64; 5];
+    let bodies = bh::cache_requests(
+        dialect,
+        &model,
+        Some(format!("{} ", prompt_nonce(3))),
+        [prompt_nonce(4), prompt_nonce(5)],
+    );
+    for (t, body) in ttfts.iter_mut().zip(bodies) {
+        *t = run(
+            body,
             prefix_cache::PROMPT_TOKENS,
-            7,
-            nonce,
             prefix_cache::OUTPUT_TOKENS,
         )
-    };
-    let same = format!("{} ", prompt_nonce(3));
-    let cold = run(
-        body(Some(same.clone())),
-        prefix_cache::PROMPT_TOKENS,
-        prefix_cache::OUTPUT_TOKENS,
-    )
-    .await?
-    .ttft_us();
-    // The repeat and the control twice each, the shorter kept (a loaded client's noise).
-    let (mut warm, mut control) = (u64::MAX, u64::MAX);
-    for k in 0..2 {
-        let w = run(
-            body(Some(same.clone())),
-            prefix_cache::PROMPT_TOKENS,
-            prefix_cache::OUTPUT_TOKENS,
-        );
-        warm = warm.min(w.await?.ttft_us());
-        let c = run(
-            body(Some(prompt_nonce(4 + k))),
-            prefix_cache::PROMPT_TOKENS,
-            prefix_cache::OUTPUT_TOKENS,
-        );
-        control = control.min(c.await?.ttft_us());
+        .await?
+        .ttft_us();
     }
-    let (cv, cwhy) = cache_verdict(cold, warm, control);
+    let (cv, cwhy) = cache_verdict_of(ttfts);
     lines.push(format!("prefix cache: {} — {cwhy}", wire_name(&cv)));
     snaps.push(ProbeSnapshot::new(
         &format!("{url} — measured by pinbench: prefix cache"),

@@ -81,8 +81,36 @@ pub mod batching {
     pub const B_TOKENS: u32 = 8;
     /// Prompt tokens of both.
     pub const PROMPT_TOKENS: u32 = 32;
-    /// How long after A's first token B is sent, µs.
-    pub const B_DELAY_US: u64 = 20_000;
+    /// How long after A is sent B is sent, ms (the verdict checks that B went out while
+    /// A decoded).
+    pub const B_DELAY_MS: u32 = 40;
+}
+
+/// The batching probe's two request bodies, A then B (each behind its nonce, if given).
+pub fn batching_requests(
+    dialect: Dialect,
+    model: &str,
+    nonces: [Option<String>; 2],
+) -> [String; 2] {
+    let [na, nb] = nonces;
+    [
+        request_body(
+            dialect,
+            model,
+            batching::PROMPT_TOKENS,
+            1,
+            na,
+            batching::A_TOKENS,
+        ),
+        request_body(
+            dialect,
+            model,
+            batching::PROMPT_TOKENS,
+            2,
+            nb,
+            batching::B_TOKENS,
+        ),
+    ]
 }
 
 /// What the batching probe found.
@@ -112,27 +140,20 @@ pub fn batching_verdict(a: &Timed, b: &Timed) -> (BatchingVerdict, String) {
         );
     }
     let rel = |t: u64| ms(t.saturating_sub(a.send_us));
-    if b.first_token_us < a.end_us {
-        (
-            BatchingVerdict::Continuous,
-            format!(
-                "B (sent at {:.1} ms, while A decoded) got its first token at {:.1} ms, before A ended at {:.1} ms",
-                rel(b.send_us),
-                rel(b.first_token_us),
-                rel(a.end_us)
-            ),
-        )
+    let (verdict, when) = if b.first_token_us < a.end_us {
+        (BatchingVerdict::Continuous, "before")
     } else {
-        (
-            BatchingVerdict::Static,
-            format!(
-                "B (sent at {:.1} ms, while A decoded) got its first token at {:.1} ms, only after A ended at {:.1} ms",
-                rel(b.send_us),
-                rel(b.first_token_us),
-                rel(a.end_us)
-            ),
-        )
-    }
+        (BatchingVerdict::Static, "only after")
+    };
+    (
+        verdict,
+        format!(
+            "B (sent at {:.1} ms, while A decoded) got its first token at {:.1} ms, {when} A ended at {:.1} ms",
+            rel(b.send_us),
+            rel(b.first_token_us),
+            rel(a.end_us)
+        ),
+    )
 }
 
 /// The prefix-cache probe: a prompt sent twice as it is (cold, then warm), and once more
@@ -156,9 +177,43 @@ pub enum CacheVerdict {
     Unclear,
 }
 
+/// The prefix-cache probe's request bodies, in sending order: the prompt (behind `same`,
+/// if given) cold, then warm, control, warm, control — the controls behind the two fresh
+/// nonces. Sending the repeat and the control twice and keeping the shorter of each halves
+/// the noise of a loaded client ([`cache_verdict_of`]).
+pub fn cache_requests(
+    dialect: Dialect,
+    model: &str,
+    same: Option<String>,
+    fresh: [String; 2],
+) -> [String; 5] {
+    let body = |nonce: Option<String>| {
+        request_body(
+            dialect,
+            model,
+            prefix_cache::PROMPT_TOKENS,
+            7,
+            nonce,
+            prefix_cache::OUTPUT_TOKENS,
+        )
+    };
+    let [f1, f2] = fresh;
+    [
+        body(same.clone()),
+        body(same.clone()),
+        body(Some(f1)),
+        body(same),
+        body(Some(f2)),
+    ]
+}
+
+/// Decides from the TTFTs (µs) of [`cache_requests`], in the same order.
+pub fn cache_verdict_of(ttfts: [u64; 5]) -> (CacheVerdict, String) {
+    cache_verdict(ttfts[0], ttfts[1].min(ttfts[3]), ttfts[2].min(ttfts[4]))
+}
+
 /// Decides from the three TTFTs (µs): the cold first sending, the warm repeat, and the
-/// control with a nonce (hosts send the repeat and the control twice and pass the
-/// shorter of each, which halves the noise of a loaded client).
+/// control with a nonce.
 pub fn cache_verdict(cold: u64, warm: u64, control: u64) -> (CacheVerdict, String) {
     let uncached = cold.min(control).max(1);
     let ratio = warm as f64 / uncached as f64;
@@ -295,6 +350,13 @@ mod tests {
             8,
         );
         assert!(c.contains("nonce words"));
+        let r = cache_requests(
+            Dialect::Completions,
+            "m",
+            None,
+            ["n1 ".into(), "n2 ".into()],
+        );
+        assert!(r[0] == r[1] && r[1] == r[3] && r[2] != r[4] && r[2].contains("n1"));
         let v: serde_json::Value = serde_json::from_str(&a).expect("json");
         assert_eq!(v["max_tokens"], 8);
         assert_eq!(v["ignore_eos"], true);
