@@ -11,7 +11,7 @@ use super::net::{Clock, NativeNet, NetEvent};
 use crate::core::histogram::Hist;
 use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{RawConfig, RunConfig};
-use crate::core::prompt::{self, Calibration, CalibrationError, Calibrator};
+use crate::core::prompt::{self, Calibration, CalibrationError};
 use crate::core::record::RequestRecord;
 use crate::core::report::{Report, ReportBody};
 use crate::core::session::{Progress, RunSession, Wake};
@@ -238,20 +238,8 @@ pub fn iso8601(unix_ms: u64) -> String {
 /// Runs the core's calibration procedure against the server's `/tokenize`.
 async fn calibrate(cfg: &RunConfig, ca: Option<&str>) -> Result<Calibration, CalibrationError> {
     let clock = Clock::start();
-    let url = format!("{}/tokenize", cfg.endpoint.base_url);
-    let c = Calibrator::new(
-        cfg.endpoint.dialect,
-        &cfg.model.id.value,
-        &cfg.prompt_len.value,
-    );
-    prompt::calibrate_with(c, |body| {
-        let url = url.clone();
-        async move {
-            match super::net::post_json(&url, &body, ca, clock).await {
-                Ok((200, answer)) => prompt::tokenize_count(&answer),
-                _ => None,
-            }
-        }
+    prompt::calibrate_run(cfg, |url, body| async move {
+        super::net::post_json(&url, &body, ca, clock).await.ok()
     })
     .await
 }

@@ -365,6 +365,36 @@ where
     }
 }
 
+/// The calibration of a pinned run against its server's `/tokenize`, over the host's
+/// `post(url, body)`: the answer's status and text, or `None` when the request failed.
+/// Only a 200 answer counts.
+pub async fn calibrate_run<F, Fut>(
+    cfg: &crate::core::pins::RunConfig,
+    post: F,
+) -> Result<Calibration, CalibrationError>
+where
+    F: Fn(String, String) -> Fut,
+    Fut: std::future::Future<Output = Option<(u16, String)>>,
+{
+    let url = format!("{}/tokenize", cfg.endpoint.base_url);
+    let c = Calibrator::new(
+        cfg.endpoint.dialect,
+        &cfg.model.id.value,
+        &cfg.prompt_len.value,
+    );
+    let post = &post;
+    calibrate_with(c, |body| {
+        let answer = post(url.clone(), body);
+        async move {
+            match answer.await {
+                Some((200, text)) => tokenize_count(&text),
+                _ => None,
+            }
+        }
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
