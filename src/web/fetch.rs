@@ -140,6 +140,16 @@ pub async fn timed_stream(
     let ctype = resp.headers().get("content-type").ok().flatten();
     tl.on_headers(t, resp.status(), ctype.as_deref());
     let body = resp.body().ok_or("no response body")?;
+    read_body(body, |t, bytes| tl.on_bytes(t, bytes)).await?;
+    Ok(tl.finish(crate::web::now_us(), StreamEnd::Eof))
+}
+
+/// Reads a response body to its end, handing over each read's bytes with the time the read
+/// resolved (`now_us`, taken first thing). The one read loop of runs and probes.
+pub(crate) async fn read_body(
+    body: web_sys::ReadableStream,
+    mut on_bytes: impl FnMut(u64, &[u8]),
+) -> Result<(), String> {
     let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
     let (done_key, value_key) = (JsValue::from_str("done"), JsValue::from_str("value"));
     loop {
@@ -150,11 +160,10 @@ pub async fn timed_stream(
             .and_then(|d| d.as_bool())
             .unwrap_or(true)
         {
-            break;
+            return Ok(());
         }
         if let Ok(v) = js_sys::Reflect::get(&chunk, &value_key) {
-            tl.on_bytes(t, &js_sys::Uint8Array::new(&v).to_vec());
+            on_bytes(t, &js_sys::Uint8Array::new(&v).to_vec());
         }
     }
-    Ok(tl.finish(crate::web::now_us(), StreamEnd::Eof))
 }

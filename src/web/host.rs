@@ -9,7 +9,6 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
-use js_sys::{Reflect, Uint8Array};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
@@ -21,7 +20,7 @@ use crate::core::pins::RunConfig;
 use crate::core::prompt::Calibration;
 use crate::core::record::{error_message_from_body, Outcome, RequestRecord, StreamEnd};
 use crate::core::session::{Outgoing, Progress, RunSession, Transport, Wake};
-use crate::web::fetch::js_err;
+use crate::web::fetch::{self, js_err};
 use crate::web::{self, now_us};
 
 /// How often progress is published, ms (the page renders at most this often).
@@ -235,25 +234,13 @@ async fn read_stream(st: &Weak<RefCell<State>>, id: u32, request: web_sys::Reque
     let Some(body) = resp.body() else {
         return StreamEnd::Eof;
     };
-    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
-    let (done_key, value_key) = (JsValue::from_str("done"), JsValue::from_str("value"));
-    loop {
-        let chunk = match JsFuture::from(reader.read()).await {
-            Ok(c) => c,
-            Err(e) => return StreamEnd::Failed(network(&js_err(e))),
-        };
-        let t = now_us();
-        if Reflect::get(&chunk, &done_key)
-            .ok()
-            .and_then(|d| d.as_bool())
-            .unwrap_or(true)
-        {
-            return StreamEnd::Eof;
-        }
-        if let Ok(v) = Reflect::get(&chunk, &value_key) {
-            let bytes = Uint8Array::new(&v).to_vec();
-            with_session(st, |s| s.on_bytes(id, t, &bytes));
-        }
+    match fetch::read_body(body, |t, bytes| {
+        with_session(st, |s| s.on_bytes(id, t, bytes))
+    })
+    .await
+    {
+        Ok(()) => StreamEnd::Eof,
+        Err(e) => StreamEnd::Failed(network(&e)),
     }
 }
 
