@@ -41,6 +41,9 @@ pub fn sections_view(
     extra: AnyView,
 ) -> impl IntoView {
     let mut extra = Some(extra);
+    // The fields the pin parser found missing or invalid, listed once per form change for
+    // every section badge and field.
+    let problems = Memo::new(move |_| pinned.with(problem_fields));
     pins::sections()
         .into_iter()
         .map(|section| {
@@ -48,14 +51,15 @@ pub fn sections_view(
             let id = wire_name(&pin);
             let sec = section.clone();
             let status = Memo::new(move |_| {
-                let problems = pinned.with(problem_fields);
-                let names: Vec<&str> = problems.iter().map(String::as_str).collect();
-                form.with(|f| section_status(f, &sec, &names))
+                problems.with(|p| {
+                    let names: Vec<&str> = p.iter().map(String::as_str).collect();
+                    form.with(|f| section_status(f, &sec, &names))
+                })
             });
             let fields = section
                 .fields
                 .iter()
-                .map(|&name| field_view(form, pinned, name))
+                .map(|&name| field_view(form, problems, name))
                 .collect_view();
             let more = (pin == pins::PinId::Endpoint).then(|| extra.take());
             let title = {
@@ -87,7 +91,7 @@ pub fn sections_view(
 /// One field: its label, control, unit, example and provenance tag.
 fn field_view(
     form: RwSignal<RawConfig>,
-    pinned: Memo<Result<RunConfig, PinError>>,
+    problems: Memo<Vec<String>>,
     name: &'static str,
 ) -> impl IntoView {
     let Some(spec) = field_spec(name) else {
@@ -96,7 +100,7 @@ fn field_view(
     let id = format!("pin-{name}");
     let help_id = format!("help-{name}");
     let applies = Memo::new(move |_| form.with(|f| pins::applies(f, name)));
-    let missing = move || pinned.with(|p| problem_fields(p).iter().any(|f| f == name));
+    let missing = move || problems.with(|p| p.iter().any(|f| f == name));
     let tag = Memo::new(move |_| {
         form.with(|f| {
             f.field(name)
