@@ -53,6 +53,8 @@ step "clippy (host)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "clippy (wasm32)"
 cargo clippy -p pinbench --target wasm32-unknown-unknown --lib --bins --test web --locked -- -D warnings
+# The card page's build (no Leptos).
+cargo clippy -p pinbench --target wasm32-unknown-unknown --no-default-features --lib --bins --locked -- -D warnings
 
 step "native tests"
 cargo test --workspace --locked 2>&1 | tee "$PINBENCH_CACHE/native-tests.log"

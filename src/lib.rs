@@ -12,7 +12,7 @@ pub mod core;
 /// The native host: `pinbench run` over a native HTTP client (not in the wasm build).
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "app"))]
 pub mod ui;
 #[cfg(target_arch = "wasm32")]
 pub mod web;

@@ -1,10 +1,10 @@
 //! Leptos views: thin, over core types. The shell holds the title and the navigation
-//! between the Run, Reports and Compare screens; `?view=card` and `#card=` render only the
-//! embeddable card.
+//! between the Run, Reports, Compare and Claims screens. The embeddable card is a page of
+//! its own (`card/`, `src/bin/pinbench-card.rs`); `www/index.html` sends the old card
+//! addresses (`?view=card`, `#card=`) there before this app loads.
 
 use leptos::prelude::*;
 
-pub mod card;
 pub mod claim;
 pub mod compare;
 pub mod form;
@@ -85,19 +85,15 @@ pub struct Nav {
     pub rerun: RwSignal<Option<Rerun>>,
 }
 
-/// The application: the card alone on a card route, else the shell — which never runs
-/// inside another site's frame (it holds keys and sends requests; a frame could dress it
+/// The application: the shell, which never runs inside another site's frame (it holds keys and sends requests; a frame could dress it
 /// up and steer clicks). Hosts should also send `Content-Security-Policy:
-/// frame-ancestors 'self'` for every route but the card (README, "Hosting").
+/// frame-ancestors 'self'` for every path but `card/` (README, "Hosting").
 #[component]
 pub fn App() -> impl IntoView {
-    if card::is_card_route() {
-        return view! { <card::CardPage /> }.into_any();
-    }
     if framed_by_another_site() {
         return view! {
-            <p class="card__error" role="alert" data-testid="framed">
-                "pinbench does not run inside another page's frame. Open it in its own tab; only the card (?view=card) can be embedded."
+            <p class="run__error" role="alert" data-testid="framed">
+                "pinbench does not run inside another page's frame. Open it in its own tab; only the card (card/) can be embedded."
             </p>
         }
         .into_any();

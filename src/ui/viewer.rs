@@ -13,12 +13,10 @@ use crate::core::chart;
 use crate::core::compare::Subject;
 use crate::core::import::{ChunkTimes, Imported};
 use crate::core::record::RequestRecord;
-use crate::core::report::Verification;
 use crate::core::view::{self, PinStatus};
 use crate::core::viewer::{self, Opened, OpenedReport, SigState, TrustedKeys};
+use crate::web::store::{load_trusted, save_trusted, OWN_KEY_FORGOTTEN};
 use crate::web::{self, files};
-
-const TRUSTED_STORAGE: &str = "pinbench.trusted-keys";
 
 /// One opened file.
 #[derive(Clone)]
@@ -56,35 +54,6 @@ pub struct Library {
     pub trusted: RwSignal<TrustedKeys>,
     /// The entries picked on the Compare screen (none picked: all are compared).
     pub compare_picks: RwSignal<Vec<usize>>,
-}
-
-/// Trusted keys from storage, plus this browser's own signing key when it was generated
-/// here (an imported key is trusted only when the user adds it).
-pub fn load_trusted() -> TrustedKeys {
-    let mut t = web::storage()
-        .and_then(|s| s.get_item(TRUSTED_STORAGE).ok().flatten())
-        .map(|s| TrustedKeys::from_json(&s))
-        .unwrap_or_default();
-    let forgotten = web::storage().and_then(|s| s.get_item(OWN_KEY_FORGOTTEN).ok().flatten());
-    if let Some(pk) = crate::web::store::own_public_key() {
-        let id = crate::core::sign::public_key_from_base64(&pk)
-            .map(|k| crate::core::sign::key_id(&k))
-            .ok();
-        if id.is_some() && id != forgotten && id.as_deref().is_some_and(|i| t.name_of(i).is_none())
-        {
-            let _ = t.add("this browser's key", &pk);
-        }
-    }
-    t
-}
-
-/// The key id of this browser's own key after the user forgot it in the trust list.
-const OWN_KEY_FORGOTTEN: &str = "pinbench.own_key_forgotten";
-
-fn save_trusted(t: &TrustedKeys) {
-    if let Some(s) = web::storage() {
-        let _ = s.set_item(TRUSTED_STORAGE, &t.to_json());
-    }
 }
 
 impl Library {
@@ -543,13 +512,13 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
         CardCheck::Mismatch(m) => format!("Embeddable card does not match: {m}"),
     };
     // Embed: the hosted form when the report has a URL, else the link-only form.
-    let base = files::page_base();
+    let base = card::card_page_of_app(&files::page_base());
     let card_fragment = r.card.as_ref().and_then(|c| c.to_fragment().ok());
     let card_link = card_fragment.as_ref().map(|f| format!("{base}#{f}"));
     let hosted = e
         .url
         .as_ref()
-        .map(|u| format!("{base}?view=card&src={}", files::encode_component(u)));
+        .map(|u| format!("{base}?src={}", files::encode_component(u)));
     let (theme, set_theme) = signal("light".to_owned());
     let embed_src = {
         let hosted = hosted.clone();
@@ -817,14 +786,4 @@ pub fn ttft_split_table(r: &crate::core::report::Report) -> impl IntoView {
             </div>
         }
     })
-}
-
-/// Signature status of a verification, as the card shows it.
-pub fn card_status(v: &Verification, trusted: &TrustedKeys) -> (String, &'static str) {
-    let name = match v {
-        Verification::Valid { key_id, .. } => trusted.name_of(key_id),
-        _ => None,
-    };
-    let id = SigState::of(v, trusted).id();
-    (card::status_text(v, name), id)
 }

@@ -3,6 +3,7 @@
 
 use crate::core::report::Checkpoint;
 use crate::core::sign::KeyPair;
+use crate::core::viewer::TrustedKeys;
 use crate::web;
 
 const KEY_STORAGE: &str = "pinbench.signing-key";
@@ -196,4 +197,38 @@ pub fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
         .collect();
     out.sort_by(|a, b| a.1.created.cmp(&b.1.created));
     out
+}
+
+/// Where the trusted keys are kept.
+const TRUSTED_STORAGE: &str = "pinbench.trusted-keys";
+
+/// The key id of this browser's own key after the user forgot it in the trust list.
+pub const OWN_KEY_FORGOTTEN: &str = "pinbench.own_key_forgotten";
+
+/// Trusted keys from storage, plus this browser's own signing key when it was generated
+/// here (an imported key is trusted only when the user adds it). The app and the card
+/// page (same origin) read the same list.
+pub fn load_trusted() -> TrustedKeys {
+    let mut t = web::storage()
+        .and_then(|s| s.get_item(TRUSTED_STORAGE).ok().flatten())
+        .map(|s| TrustedKeys::from_json(&s))
+        .unwrap_or_default();
+    let forgotten = web::storage().and_then(|s| s.get_item(OWN_KEY_FORGOTTEN).ok().flatten());
+    if let Some(pk) = own_public_key() {
+        let id = crate::core::sign::public_key_from_base64(&pk)
+            .map(|k| crate::core::sign::key_id(&k))
+            .ok();
+        if id.is_some() && id != forgotten && id.as_deref().is_some_and(|i| t.name_of(i).is_none())
+        {
+            let _ = t.add("this browser's key", &pk);
+        }
+    }
+    t
+}
+
+/// Stores the trusted keys.
+pub fn save_trusted(t: &TrustedKeys) {
+    if let Some(s) = web::storage() {
+        let _ = s.set_item(TRUSTED_STORAGE, &t.to_json());
+    }
 }

@@ -20,9 +20,11 @@ use crate::core::record::RequestRecord;
 use crate::core::session::Progress;
 use crate::web::host::{BrowserHost, HostSink, RunRequest, RunResult};
 
-/// Page → worker.
+/// Page → worker. Externally tagged (serde's default): an internally tagged enum buffers
+/// its content and compiles every pin type's parser a second time, in a bundle that
+/// already has one.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum ToWorker {
     /// Start this run.
     Start {
@@ -33,9 +35,9 @@ pub enum ToWorker {
     Stop,
 }
 
-/// Worker → page.
+/// Worker → page (externally tagged, as [`ToWorker`]).
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum FromWorker {
     /// The worker's wasm is initialised and it listens.
     Ready,

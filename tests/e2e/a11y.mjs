@@ -72,7 +72,7 @@ try {
     await audit(page, `${scheme}: Claims`);
 
     const card = await ctx.newPage();
-    await card.goto(`${url}?view=card&theme=${scheme}&src=${encodeURIComponent(reportUrl)}`);
+    await card.goto(`${url}card/?theme=${scheme}&src=${encodeURIComponent(reportUrl)}`);
     await card.getByTestId("card-headline").waitFor({ timeout: 15000 });
     await audit(card, `${scheme}: card`);
     await ctx.close();

@@ -100,7 +100,8 @@ const web = http.createServer((req, res) => {
   if (u.pathname === "/__bench/minimal.html") { res.writeHead(200, { ...headers, "Content-Type": TYPES[".html"] }).end(MINIMAL_PAGE); return; }
   if (u.pathname === "/__bench/minimal-worker.js") { res.writeHead(200, { ...headers, "Content-Type": TYPES[".js"] }).end(MINIMAL_WORKER); return; }
   let file = path.join(dist, u.pathname === "/" ? "index.html" : decodeURIComponent(u.pathname));
-  if (!file.startsWith(dist) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) file = path.join(dist, "index.html");
+  if (file.startsWith(dist) && fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, "index.html");
+  if (!file.startsWith(dist) || !fs.existsSync(file)) file = path.join(dist, "index.html");
   res.writeHead(200, { ...headers, "Content-Type": TYPES[path.extname(file)] ?? "application/octet-stream" });
   fs.createReadStream(file).pipe(res);
 });

@@ -21,7 +21,9 @@ export function serveDist(dir) {
     const urlPath = decodeURIComponent(new URL(req.url, "http://x").pathname);
     let file = path.join(root, urlPath === "/" ? "index.html" : urlPath);
     if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
-    if (!fs.existsSync(file) || fs.statSync(file).isDirectory()) file = path.join(root, "index.html");
+    // A folder's own index.html, as static hosts serve it (card/ → card/index.html).
+    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, "index.html");
+    if (!fs.existsSync(file)) file = path.join(root, "index.html");
     res.writeHead(200, {
       "Content-Type": TYPES[path.extname(file)] ?? "application/octet-stream",
       "Cross-Origin-Opener-Policy": "same-origin",

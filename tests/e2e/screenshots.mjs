@@ -58,7 +58,7 @@ try {
     const card = await ctx.newPage();
     for (const [size, w, h] of SIZES) {
       await card.setViewportSize({ width: w, height: h });
-      await card.goto(`${url}?view=card&theme=${scheme}&src=${encodeURIComponent(reportUrl)}`);
+      await card.goto(`${url}card/?theme=${scheme}&src=${encodeURIComponent(reportUrl)}`);
       await card.getByTestId("card-headline").waitFor({ timeout: 15000 });
       const file = path.join(out, `card-${size}-${scheme}.png`);
       await card.screenshot({ path: file });

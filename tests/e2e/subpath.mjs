@@ -27,8 +27,9 @@ const host = await listen((req, res) => {
   if (!u.pathname.startsWith(PREFIX)) { res.writeHead(404).end(); return; }
   const rel = decodeURIComponent(u.pathname.slice(PREFIX.length)) || "index.html";
   let file = path.join(dist, rel);
-  if (!file.startsWith(dist) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) file = path.join(dist, "index.html");
-  const card = u.searchParams.get("view") === "card";
+  if (file.startsWith(dist) && fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, "index.html");
+  if (!file.startsWith(dist) || !fs.existsSync(file)) file = path.join(dist, "index.html");
+  const card = u.pathname.startsWith(`${PREFIX}card/`);
   res.writeHead(200, {
     "Content-Type": TYPES[path.extname(file)] ?? "application/octet-stream",
     "Cross-Origin-Opener-Policy": "same-origin",
@@ -46,7 +47,7 @@ const reportUrl = files.url;
 // Another origin: a wiki page with the card's iframe, and one framing the whole app.
 const wiki = await listen((req, res) => {
   const u = new URL(req.url, "http://x");
-  const src = u.pathname === "/app" ? app : `${app}?view=card&theme=dark&src=${encodeURIComponent(reportUrl)}`;
+  const src = u.pathname === "/app" ? app : `${app}card/?theme=dark&src=${encodeURIComponent(reportUrl)}`;
   res.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
   res.end(`<!doctype html><title>wiki</title><h1>Team page</h1><iframe id="f" src="${src}" width="600" height="200" style="border:0" title="pinbench result card"></iframe>`);
 });

@@ -223,7 +223,7 @@ try {
   check(pwned === undefined, "no script from a report ran in the viewer");
 
   // --- Embed: hosted card in an <iframe> on another origin; link-only card top-level.
-  const hosted = `${app.url}?view=card&src=${encodeURIComponent(withCors.url + "report_c4.json")}&theme=dark`;
+  const hosted = `${app.url}card/?src=${encodeURIComponent(withCors.url + "report_c4.json")}&theme=dark`;
   const wiki = await context.newPage();
   const wikiErrors = watchErrors(wiki);
   await wiki.goto(`${withCors.url}embed.html?src=${encodeURIComponent(hosted)}`);
@@ -237,6 +237,14 @@ try {
   const box = await wiki.locator("#card").boundingBox();
   check(box && box.width === 600 && box.height === 200, `iframe is 600×200 (${box?.width}×${box?.height})`);
   check(wikiErrors.length === 0, `no errors on the wiki page (${wikiErrors.join("; ")})`);
+  const cardAssets = await frame.locator("html").evaluate(() => performance.getEntriesByType("resource").map((r) => r.name));
+  check(cardAssets.some((n) => n.endsWith("card/pinbench-card_bg.wasm")) && !cardAssets.some((n) => /\/pinbench-[0-9a-f]+_bg\.wasm$/.test(n)), `the card page loads its own small wasm, not the app's (${cardAssets.filter((n) => n.endsWith(".wasm")).join(", ")})`);
+  // A card address of earlier versions (?view=card) still opens the card.
+  const legacy = await context.newPage();
+  await legacy.goto(`${app.url}?view=card&src=${encodeURIComponent(withCors.url + "report_c4.json")}`);
+  await legacy.getByTestId("card-sig").waitFor({ timeout: 20000 });
+  check(new URL(legacy.url()).pathname.endsWith("/card/") && (await legacy.getByTestId("card-sig").textContent()).startsWith("signature valid"), `?view=card goes to the card page (${legacy.url().slice(0, 60)})`);
+  await legacy.close();
   const linkPage = await context.newPage();
   await linkPage.goto(cardLink);
   await linkPage.getByTestId("card-sig").waitFor();
@@ -264,7 +272,7 @@ try {
   await withSrc.getByTestId("sig-state").waitFor();
   check(await withSrc.getByTestId("sig-state").getAttribute("data-state") === "valid", "?src= with CORS opens the report (and the trusted key is remembered)");
   const snippet = await withSrc.getByTestId("embed-snippet").textContent();
-  check(snippet.includes("view=card&amp;src="), "a report opened from a URL gets the hosted embed snippet");
+  check(snippet.includes("card/?src="), "a report opened from a URL gets the hosted embed snippet");
 
   const appErrors = errors.filter((e) => !e.includes("report_c4.json"));
   check(appErrors.length === 0, `no console errors in the viewer (${appErrors.join("; ")})`);

@@ -12,6 +12,7 @@ use crate::core::pins::{LoadStep, RunConfig};
 use crate::core::report::{self, Report, ReportError, SignatureBlock, Verification};
 use crate::core::sign::{self, KeyPair};
 use crate::core::view;
+use crate::core::viewer::{SigState, TrustedKeys};
 
 /// Card schema id (typed data).
 pub const CARD_SCHEMA: &str = "pinbench.card/v2";
@@ -102,14 +103,29 @@ pub struct LegacyBody {
     pub steps: u32,
 }
 
-/// A card's signed content, typed (v2) or legacy text (v1).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A card's signed content, typed (v2) or legacy text (v1). Read as the typed form when
+/// it parses as one, else as the legacy form (its `Deserialize` keeps the body's raw text
+/// and parses it once per form, rather than serde's untagged buffering, which would
+/// compile every pin type's parser once more).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum CardBody {
     /// `pinbench.card/v2`.
     Typed(Box<TypedBody>),
     /// `pinbench.card/v1`.
     Legacy(LegacyBody),
+}
+
+impl<'de> Deserialize<'de> for CardBody {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        match serde_json::from_str::<TypedBody>(raw.get()) {
+            Ok(t) => Ok(CardBody::Typed(Box::new(t))),
+            Err(typed) => serde_json::from_str::<LegacyBody>(raw.get())
+                .map(CardBody::Legacy)
+                .map_err(|_| serde::de::Error::custom(format!("not a card body: {typed}"))),
+        }
+    }
 }
 
 impl CardBody {
@@ -317,18 +333,7 @@ impl Card {
                 created: b.created.clone(),
                 config: b.config.clone(),
                 step: CardStep {
-                    load: step.map_or_else(
-                        || {
-                            b.config
-                                .load
-                                .value
-                                .steps
-                                .first()
-                                .copied()
-                                .unwrap_or(LoadStep::Closed { concurrency: 1 })
-                        },
-                        |s| s.load,
-                    ),
+                    load: step.map_or_else(|| first_load(&b.config), |s| s.load),
                     measured: step.map_or(0, |s| s.requests.measured),
                     windows: step.map(|s| s.windows).unwrap_or_default(),
                     decode_speed_milli: step.and_then(|s| s.decode_speed_milli),
@@ -363,8 +368,11 @@ impl Card {
 
     /// Verifies the card's own signature.
     pub fn verify(&self) -> Verification {
-        match serde_json::to_value(self) {
-            Ok(v) => report::verify_value(&v),
+        let Some(block) = &self.signature else {
+            return Verification::Unsigned;
+        };
+        match self.signing_bytes() {
+            Ok(bytes) => report::verify_block(block, &bytes),
             Err(e) => Verification::Invalid {
                 reason: e.to_string(),
             },
@@ -387,10 +395,8 @@ impl Card {
     }
 
     /// Reads a card from a fragment (with or without `#`; other `&`-separated keys are
-    /// ignored).
-    pub fn from_fragment(fragment: &str) -> Result<Card, CardError> {
-        use flate2::read::DeflateDecoder;
-        use std::io::Read as _;
+    /// ignored) and verifies its signature.
+    pub fn open_fragment(fragment: &str) -> Result<(Card, Verification), CardError> {
         let f = fragment.trim_start_matches('#');
         let data = f
             .split('&')
@@ -399,22 +405,34 @@ impl Card {
         let z = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(data.trim_end_matches('='))
             .map_err(|e| CardError::Damaged(e.to_string()))?;
-        let mut json = Vec::new();
-        DeflateDecoder::new(&z[..])
-            .take(MAX_CARD_BYTES as u64 + 1)
-            .read_to_end(&mut json)
-            .map_err(|e| CardError::Damaged(e.to_string()))?;
-        if json.len() > MAX_CARD_BYTES {
-            return Err(CardError::TooLarge);
-        }
+        let json = miniz_oxide::inflate::decompress_to_vec_with_limit(&z, MAX_CARD_BYTES).map_err(
+            |e| match e.status {
+                miniz_oxide::inflate::TINFLStatus::HasMoreOutput => CardError::TooLarge,
+                _ => CardError::Damaged(format!("not DEFLATE data ({e})")),
+            },
+        )?;
         let text = std::str::from_utf8(&json).map_err(|e| CardError::Damaged(e.to_string()))?;
-        // The same parser as reports: duplicate keys are refused.
-        let v = report::parse_json(text).map_err(|e| CardError::Damaged(e.to_string()))?;
-        let schema = v.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+        // The canonicaliser refuses what reports refuse: duplicate keys, unsafe integers.
+        let canonical = crate::core::jcs::canonicalize(text, &["signature"])
+            .map_err(|e| CardError::Damaged(e.to_string()))?;
+        let schema = report::schema_of(&canonical).unwrap_or_default();
         if schema != CARD_SCHEMA && schema != CARD_SCHEMA_V1 {
-            return Err(CardError::WrongSchema(schema.into()));
+            return Err(CardError::WrongSchema(schema));
         }
-        serde_json::from_value(v).map_err(|e| CardError::Damaged(e.to_string()))
+        let card: Card =
+            serde_json::from_str(text).map_err(|e| CardError::Damaged(e.to_string()))?;
+        // The signature is checked over the text's own canonical form (what was signed),
+        // so a card page needs no serialiser.
+        let verification = match &card.signature {
+            Some(block) => report::verify_block(block, &canonical.bytes),
+            None => Verification::Unsigned,
+        };
+        Ok((card, verification))
+    }
+
+    /// [`Card::open_fragment`] without the verification.
+    pub fn from_fragment(fragment: &str) -> Result<Card, CardError> {
+        Self::open_fragment(fragment).map(|(card, _)| card)
     }
 }
 
@@ -482,6 +500,274 @@ fn short(key_id: &str) -> &str {
     key_id.get(..23).unwrap_or(key_id)
 }
 
+/// Signature status of a verification as the card shows it: the sentence, and the
+/// state id (`valid`, `unknown-key`, `invalid`, `unsigned`) its colour comes from.
+pub fn status(v: &Verification, trusted: &TrustedKeys) -> (String, &'static str) {
+    let name = match v {
+        Verification::Valid { key_id, .. } => trusted.name_of(key_id),
+        _ => None,
+    };
+    (status_text(v, name), SigState::of(v, trusted).id())
+}
+
+/// A card page, checked and ready to render.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CardView {
+    /// The card (derived from a hosted report, or the link's own signed card).
+    pub card: Card,
+    /// The signature sentence.
+    pub status: String,
+    /// The signature state id ([`status`]).
+    pub state: &'static str,
+    /// Link to the full view.
+    pub full_link: String,
+    /// What the card leaves out (e.g. the records of a link-only card).
+    pub note: String,
+}
+
+/// The card of a hosted report. What is checked: the report's signature, over the
+/// canonical form of its text; the card is then derived from the signed body — its pins,
+/// its first step's figures, its counts — so it cannot say more than the report. What is
+/// not: the recomputation of those figures from the records, which the full view (one
+/// click away) does; the card says so. Only the pins and the summary are parsed, never the
+/// records, so a card page needs none of the viewer's code. `full_link` opens the report
+/// in the full viewer.
+pub fn view_of_report(
+    text: &str,
+    trusted: &TrustedKeys,
+    full_link: String,
+) -> Result<CardView, String> {
+    crate::core::viewer::check_size(text.len() as u64).map_err(|e| e.to_string())?;
+    let doc = crate::core::jcs::canonicalize(text, &["signature"])
+        .map_err(|e| format!("not a readable report: {e}"))?;
+    match report::schema_of(&doc) {
+        Some(s) if s == report::SCHEMA => {}
+        Some(s) if s.starts_with("pinbench.") => {
+            return Err(format!(
+                "unsupported report schema {s:?}; this card reads {}",
+                report::SCHEMA
+            ))
+        }
+        _ => return Err("that file is not a pinbench report; open it in the full viewer".into()),
+    }
+    /// The signature block alone (the rest of the text is skipped, not parsed).
+    #[derive(Deserialize)]
+    struct Envelope {
+        signature: Option<SignatureBlock>,
+    }
+    let envelope: Envelope = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let verification = match &envelope.signature {
+        Some(block) => report::verify_block(block, &doc.bytes),
+        None => Verification::Unsigned,
+    };
+    let body = doc
+        .member("body")
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .ok_or("the report has no body")?;
+    let card = Card {
+        schema: CARD_SCHEMA.into(),
+        body: CardBody::Typed(Box::new(typed_body_of_text(body)?)),
+        signature: None,
+    };
+    let (status, state) = status(&verification, trusted);
+    Ok(CardView {
+        card,
+        status,
+        state,
+        full_link,
+        note: "figures as signed; the full view recomputes them from the records".into(),
+    })
+}
+
+/// The card's typed body from a report body's canonical text: what [`Card::of`] derives
+/// from the typed report, read without the records' types (they are only counted).
+fn typed_body_of_text(body: &str) -> Result<TypedBody, String> {
+    use serde::de::IgnoredAny;
+    #[derive(Deserialize)]
+    struct Head {
+        created: String,
+        config: RunConfig,
+        client: ClientHead,
+        summary: SummaryHead,
+        #[serde(default)]
+        notes: Vec<String>,
+        records: Vec<IgnoredAny>,
+    }
+    #[derive(Deserialize)]
+    struct ClientHead {
+        invalid: bool,
+    }
+    #[derive(Deserialize)]
+    struct SummaryHead {
+        steps: Vec<StepHead>,
+    }
+    #[derive(Deserialize)]
+    struct StepHead {
+        load: LoadStep,
+        requests: RequestsHead,
+        windows: Windows,
+        decode_speed_milli: Option<Dist>,
+        ttft_us: Option<Dist>,
+        tpot_us: Option<Dist>,
+    }
+    #[derive(Deserialize)]
+    struct RequestsHead {
+        measured: u32,
+    }
+    let head: Head = serde_json::from_str(body).map_err(|e| format!("the report body: {e}"))?;
+    // The digest's members, as the signed text has them (absent members are null, as
+    // `report_digest` writes a typed `None`).
+    let members = crate::core::jcs::canonicalize(body, &["records"]).map_err(|e| e.to_string())?;
+    let mut digested = Vec::with_capacity(4096);
+    digested.push(b'{');
+    for (i, key) in DIGESTED_MEMBERS.iter().enumerate() {
+        if i > 0 {
+            digested.push(b',');
+        }
+        digested.extend_from_slice(format!("\"{key}\":").as_bytes());
+        digested.extend_from_slice(members.member(key).unwrap_or(b"null"));
+    }
+    digested.push(b'}');
+    let first = head.summary.steps.first();
+    Ok(TypedBody {
+        report_digest: digest_of(&digested),
+        created: head.created,
+        step: CardStep {
+            load: first.map_or_else(|| first_load(&head.config), |s| s.load),
+            measured: first.map_or(0, |s| s.requests.measured),
+            windows: first.map(|s| s.windows).unwrap_or_default(),
+            decode_speed_milli: first.and_then(|s| s.decode_speed_milli),
+            ttft_us: first.and_then(|s| s.ttft_us),
+            tpot_us: first.and_then(|s| s.tpot_us),
+        },
+        config: head.config,
+        client_invalid: head.client.invalid,
+        steps: head.summary.steps.len() as u32,
+        records: head.records.len() as u32,
+        notes: head.notes,
+    })
+}
+
+/// The body members [`report_digest`] covers, in canonical (sorted) order.
+const DIGESTED_MEMBERS: [&str; 7] = [
+    "client", "config", "created", "probes", "slo", "summary", "tool",
+];
+
+/// The load a card shows for a report without steps: the first planned one.
+fn first_load(config: &RunConfig) -> LoadStep {
+    config
+        .load
+        .value
+        .steps
+        .first()
+        .copied()
+        .unwrap_or(LoadStep::Closed { concurrency: 1 })
+}
+
+/// The card carried by a link's fragment (`#card=…`), verified on its own.
+pub fn view_of_fragment(
+    fragment: &str,
+    trusted: &TrustedKeys,
+    full_link: String,
+) -> Result<CardView, String> {
+    let (card, verification) = Card::open_fragment(fragment).map_err(|e| e.to_string())?;
+    let (status, state) = status(&verification, trusted);
+    Ok(CardView {
+        card,
+        status,
+        state,
+        full_link,
+        note: "card only: the report's records travel separately".into(),
+    })
+}
+
+/// The folder of the card page (`…/card/`) for the app page at `page` (origin + path, as
+/// the location gives it: `…/pinbench/` or `…/pinbench/index.html`).
+pub fn card_page_of_app(page: &str) -> String {
+    format!("{}card/", folder(page))
+}
+
+/// The app's folder for the card page at `page` (`…/pinbench/card/` or
+/// `…/pinbench/card/index.html` → `…/pinbench/`).
+pub fn app_of_card_page(page: &str) -> String {
+    let dir = folder(page);
+    match dir.strip_suffix("card/") {
+        Some(app) => app.to_owned(),
+        None => dir.to_owned(),
+    }
+}
+
+/// `page` up to and including its last `/`.
+fn folder(page: &str) -> &str {
+    match page.rfind('/') {
+        Some(i) => &page[..=i],
+        None => page,
+    }
+}
+
+/// The card page's markup (inside its `<main>`), every text escaped.
+pub fn page_html(v: &CardView) -> String {
+    use std::fmt::Write as _;
+    let b = &v.card.body;
+    let mut s = format!(
+        r#"<div class="card__head"><h1 class="card__model" data-testid="card-model">{}</h1><span class="card__sig card__sig--{st}" data-testid="card-sig" data-state="{st}">{}</span></div><div class="card__body"><dl class="card__pins" data-testid="card-pins">"#,
+        escape(&b.model()),
+        escape(&v.status),
+        st = v.state,
+    );
+    for p in b.pins() {
+        let _ = write!(
+            s,
+            "<div><dt>{}</dt><dd>{}</dd></div>",
+            escape(&p.label),
+            escape(&p.value)
+        );
+    }
+    s.push_str(r#"</dl><dl class="card__headline" data-testid="card-headline">"#);
+    for h in b.headline() {
+        let _ = write!(
+            s,
+            "<div><dt>{}</dt><dd><strong>{}</strong> <small>({})</small></dd></div>",
+            escape(&h.label),
+            escape(&h.value),
+            escape(&h.window)
+        );
+    }
+    s.push_str(r#"</dl></div><div class="card__foot">"#);
+    if b.client_invalid() {
+        s.push_str(r#"<span class="card__invalid">INVALID: the client limited this run · </span>"#);
+    }
+    if b.steps() > 1 {
+        let _ = write!(s, "step 1 of {} · ", b.steps());
+    }
+    let (notes, records) = b.notes();
+    if let Some(n) = records {
+        let _ = write!(s, "{n} requests · ");
+    }
+    if !notes.is_empty() {
+        let _ = write!(
+            s,
+            r#"<span data-testid="card-notes">{} · </span>"#,
+            escape(&notes.join(" · "))
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<span>{}</span> <a data-testid="card-full-link" href="{}" target="_blank" rel="noopener">full view</a></div>"#,
+        escape(&v.note),
+        escape(&v.full_link)
+    );
+    s
+}
+
+/// The card page's markup for an error.
+pub fn error_html(message: &str) -> String {
+    format!(
+        r#"<p class="card__error" role="alert" data-testid="card-error">{}</p>"#,
+        escape(message)
+    )
+}
+
 /// Colours of a theme.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Theme {
@@ -533,4 +819,129 @@ pub fn card_svg(card: &Card, status: &str, theme: Theme, link: &str) -> String {
         escape(&link.chars().take(80).collect::<String>())
     ));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REPORTS: [(&str, &str); 3] = [
+        (
+            "signed",
+            include_str!("../../../tests/fixtures/report_signed.json"),
+        ),
+        (
+            "frozen",
+            include_str!("../../../tests/fixtures/report_frozen_2026-12-01.json"),
+        ),
+        (
+            "card v1",
+            include_str!("../../../tests/fixtures/report_card_v1.json"),
+        ),
+    ];
+
+    /// The card page's reading of a hosted report (canonical text, no records parsed) is
+    /// the card the viewer derives from the typed report, with the same signature state.
+    #[test]
+    fn a_hosted_report_gives_the_viewers_card() {
+        let none = TrustedKeys::default();
+        for (name, text) in REPORTS {
+            let opened = report::open(text).expect("opens");
+            let view = view_of_report(text, &none, "app/".into()).expect(name);
+            let want = Card::of(&opened.report).expect("derives");
+            assert_eq!(view.card.body, want.body, "{name}");
+            assert_eq!(
+                view.state,
+                SigState::of(&opened.verification, &none).id(),
+                "{name}"
+            );
+            assert_eq!(view.state, "unknown-key", "{name}");
+            assert!(view.note.contains("recomputes"), "{name}");
+            assert_eq!(
+                view.card.body.notes().1,
+                Some(opened.report.body.records.len() as u32)
+            );
+            let html = page_html(&view);
+            assert!(html.contains("data-testid=\"card-headline\"") && html.contains("app/"));
+        }
+    }
+
+    #[test]
+    fn a_modified_hosted_report_says_so() {
+        let (_, text) = REPORTS[0];
+        let opened = report::open(text).expect("opens");
+        let ttft = opened.report.body.summary.steps[0]
+            .ttft_us
+            .expect("ttft")
+            .p50;
+        let tampered = text.replacen(
+            &format!("\"p50\":{ttft}"),
+            &format!("\"p50\":{}", ttft + 1),
+            1,
+        );
+        assert_ne!(tampered, text, "the fixture has the figure to change");
+        let view = view_of_report(&tampered, &TrustedKeys::default(), String::new())
+            .expect("still a report");
+        assert_eq!(view.state, "invalid");
+        assert_eq!(view.status, "invalid: modified");
+    }
+
+    #[test]
+    fn what_is_not_a_report_is_refused_plainly() {
+        let none = TrustedKeys::default();
+        for (text, says) in [
+            ("{", "not a readable report"),
+            ("{\"schema\":\"x\"}", "not a pinbench report"),
+            (
+                "{\"schema\":\"pinbench.report/v9\"}",
+                "unsupported report schema",
+            ),
+            ("{\"schema\":\"pinbench.report/v1\"}", "no body"),
+            (
+                "{\"schema\":\"pinbench.report/v1\",\"body\":{}}",
+                "the report body",
+            ),
+        ] {
+            let e = view_of_report(text, &none, String::new()).expect_err(text);
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_card_page_and_the_app_find_each_other() {
+        for app in [
+            "https://h/tools/pinbench/",
+            "https://h/tools/pinbench/index.html",
+        ] {
+            assert_eq!(card_page_of_app(app), "https://h/tools/pinbench/card/");
+        }
+        for card in [
+            "https://h/tools/pinbench/card/",
+            "https://h/tools/pinbench/card/index.html",
+        ] {
+            assert_eq!(app_of_card_page(card), "https://h/tools/pinbench/");
+        }
+        assert_eq!(
+            app_of_card_page("http://127.0.0.1:8080/card/"),
+            "http://127.0.0.1:8080/"
+        );
+    }
+
+    /// A link's card verifies from its own text, as `Card::verify` does from the type.
+    #[test]
+    fn a_fragment_card_verifies_from_its_text() {
+        let (_, text) = REPORTS[0];
+        let card = report::open(text)
+            .expect("opens")
+            .report
+            .card
+            .expect("card");
+        let frag = card.to_fragment().expect("encodes");
+        let (back, v) = Card::open_fragment(&frag).expect("decodes");
+        assert_eq!(back, card);
+        assert_eq!(v, card.verify());
+        assert!(matches!(v, Verification::Valid { .. }));
+        let view = view_of_fragment(&frag, &TrustedKeys::default(), String::new()).expect("view");
+        assert_eq!(view.state, "unknown-key");
+    }
 }

@@ -22,8 +22,8 @@ pub use parse::*;
 pub use raw::*;
 
 /// Where a value came from.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Provenance {
     /// Typed (or chosen from a preset) by the user.
     #[default]
@@ -42,14 +42,41 @@ pub enum Provenance {
     },
 }
 
+crate::tagged_deserialize!(Provenance {
+    "declared" => Declared {},
+    "probed" => Probed { url: String, field: String },
+    "measured" => Measured { what: String },
+});
+
 /// A value with its provenance.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Pinned<T> {
     /// The value.
     pub value: T,
     /// Where it came from.
     pub provenance: Provenance,
+}
+
+/// `{"value": …, "provenance": …}` with the value kept as text: one parser for the
+/// envelope of every pin, instead of serde's one per value type (each a copy of the same
+/// field matching, in every wasm bundle).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PinnedText {
+    value: Box<serde_json::value::RawValue>,
+    provenance: Provenance,
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Pinned<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = PinnedText::deserialize(d)?;
+        let value = serde_json::from_str(text.value.get())
+            .map_err(|e| serde::de::Error::custom(crate::core::json::message(&e)))?;
+        Ok(Pinned {
+            value,
+            provenance: text.provenance,
+        })
+    }
 }
 
 /// A server-side fact: a value, or explicitly undisclosed.
@@ -82,8 +109,8 @@ impl<T: fmt::Display> fmt::Display for Disclosure<T> {
 }
 
 /// A distribution of lengths in tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LengthDist {
     /// Every request has this length.
     Fixed {
@@ -109,6 +136,12 @@ pub enum LengthDist {
         max: u32,
     },
 }
+
+crate::tagged_deserialize!(LengthDist {
+    "fixed" => Fixed { tokens: u32 },
+    "uniform" => Uniform { min: u32, max: u32 },
+    "normal_clipped" => NormalClipped { mean: u32, std: u32, min: u32, max: u32 },
+});
 
 impl LengthDist {
     /// The largest length it can produce.
@@ -180,8 +213,8 @@ pub enum PromptExactness {
 }
 
 /// Arrival process of an open loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Arrival {
     /// Exponential inter-arrival times.
     Poisson,
@@ -192,9 +225,14 @@ pub enum Arrival {
     },
 }
 
+crate::tagged_deserialize!(Arrival {
+    "poisson" => Poisson {},
+    "gamma" => Gamma { shape_milli: u32 },
+});
+
 /// One load level.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LoadStep {
     /// N streams, each sending its next request when the previous one ends.
     Closed {
@@ -211,6 +249,11 @@ pub enum LoadStep {
         in_flight_cap: u32,
     },
 }
+
+crate::tagged_deserialize!(LoadStep {
+    "closed" => Closed { concurrency: u32 },
+    "open" => Open { rate_milli_rps: u64, arrival: Arrival, in_flight_cap: u32 },
+});
 
 impl LoadStep {
     /// Concurrency this step aims for (closed: N; open: the in-flight cap).
@@ -279,8 +322,8 @@ impl Load {
 }
 
 /// KV capacity as the server states it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum KvCapacity {
     /// Tokens of KV cache.
     Tokens {
@@ -293,6 +336,11 @@ pub enum KvCapacity {
         milli: u32,
     },
 }
+
+crate::tagged_deserialize!(KvCapacity {
+    "tokens" => Tokens { tokens: u64 },
+    "gpu_memory_utilization" => GpuMemoryUtilization { milli: u32 },
+});
 
 impl fmt::Display for KvCapacity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -332,8 +380,8 @@ pub enum Scheduling {
 }
 
 /// A window length: a number of requests (by dispatch order) or a duration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Span {
     /// This many requests, in dispatch order.
     Requests {
@@ -346,6 +394,11 @@ pub enum Span {
         ms: u64,
     },
 }
+
+crate::tagged_deserialize!(Span {
+    "requests" => Requests { count: u32 },
+    "duration" => Duration { ms: u64 },
+});
 
 impl fmt::Display for Span {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -515,6 +568,79 @@ pub fn wire_name<T: Serialize>(v: &T) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn round_trips<T: Serialize + serde::de::DeserializeOwned + PartialEq + fmt::Debug>(v: T) {
+        let text = serde_json::to_string(&v).expect("ser");
+        let back: T = serde_json::from_str(&text).expect(&text);
+        assert_eq!(back, v, "{text}");
+    }
+
+    /// Every variant of every tagged pin type reads back what it writes (the tags of
+    /// `tagged_deserialize!` match serde's `rename_all`).
+    #[test]
+    fn tagged_pin_types_round_trip_every_variant() {
+        round_trips(Provenance::Declared);
+        round_trips(Provenance::Probed {
+            url: "u".into(),
+            field: "f".into(),
+        });
+        round_trips(Provenance::Measured { what: "w".into() });
+        round_trips(LengthDist::Fixed { tokens: 1 });
+        round_trips(LengthDist::Uniform { min: 1, max: 2 });
+        round_trips(LengthDist::NormalClipped {
+            mean: 5,
+            std: 1,
+            min: 1,
+            max: 9,
+        });
+        round_trips(Arrival::Poisson);
+        round_trips(Arrival::Gamma { shape_milli: 500 });
+        round_trips(LoadStep::Closed { concurrency: 8 });
+        round_trips(LoadStep::Open {
+            rate_milli_rps: 2500,
+            arrival: Arrival::Gamma { shape_milli: 700 },
+            in_flight_cap: 64,
+        });
+        round_trips(KvCapacity::Tokens { tokens: 1 << 20 });
+        round_trips(KvCapacity::GpuMemoryUtilization { milli: 900 });
+        round_trips(Span::Requests { count: 3 });
+        round_trips(Span::Duration { ms: 4000 });
+    }
+
+    /// What serde's internally tagged enums refused is still refused, with the reason.
+    #[test]
+    fn tagged_pin_types_refuse_what_they_always_refused() {
+        for (text, says) in [
+            (r#"{"count":3}"#, "missing field `kind`"),
+            (r#"{"kind":"forever"}"#, "unknown variant `forever`"),
+            (r#"{"kind":"requests"}"#, "missing field `count`"),
+            (
+                r#"{"kind":"requests","count":3,"ms":4}"#,
+                "unknown field `ms`",
+            ),
+            (
+                r#"{"kind":"requests","count":3,"kind":"duration"}"#,
+                "duplicate field `kind`",
+            ),
+            (
+                r#"{"kind":"requests","count":3,"count":4}"#,
+                "duplicate field `count`",
+            ),
+            (r#"{"kind":"requests","count":-1}"#, "invalid value"),
+            (r#"["requests",3]"#, "invalid type"),
+        ] {
+            let e = serde_json::from_str::<Span>(text)
+                .expect_err(text)
+                .to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        let e = serde_json::from_str::<LoadStep>(
+            r#"{"kind":"open","rate_milli_rps":1,"in_flight_cap":1,"arrival":{"kind":"gamma"}}"#,
+        )
+        .expect_err("nested")
+        .to_string();
+        assert!(e.contains("missing field `shape_milli`"), "{e}");
+    }
 
     /// A fully pinned raw config (the "chat 128→128 at c=8" shape).
     pub(crate) fn full_raw() -> RawConfig {
