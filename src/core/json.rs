@@ -107,7 +107,7 @@ macro_rules! tagged_deserialize {
                         struct $variant { $( $field: $ty ),* }
                         #[allow(unused_variables)]
                         let v: $variant = t.fields()?;
-                        Ok($enum::$variant { $( $field: v.$field ),* })
+                        ::core::result::Result::Ok($enum::$variant { $( $field: v.$field ),* })
                     } )+
                     other => Err(serde::de::Error::unknown_variant(other, &[$( $tag ),+])),
                 }

@@ -40,7 +40,7 @@ pub fn attach_resource_timing(records: &mut [RequestRecord], url: &str) {
         .collect();
     entries.sort_by(|a, b| a.start_time().total_cmp(&b.start_time()));
     let mut order: Vec<usize> = (0..records.len()).collect();
-    order.sort_by_key(|&i| records[i].t_send_us);
+    order.sort_unstable_by_key(|&i| (records[i].t_send_us, i));
     let us = |ms: f64| (ms * 1000.0).round().max(0.0) as u64;
     let starts: Vec<u64> = entries.iter().map(|e| us(e.start_time())).collect();
     let mut used = vec![false; entries.len()];

@@ -88,8 +88,8 @@ impl TokenCounts {
 }
 
 /// How a request ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Outcome {
     /// Completed normally.
     Ok,
@@ -122,6 +122,17 @@ pub enum Outcome {
     /// The server replied without streaming (not `text/event-stream`).
     NotStreaming,
 }
+
+crate::tagged_deserialize!(Outcome {
+    "ok" => Ok {},
+    "http" => Http { status: u16, message: String },
+    "network" => Network { message: String },
+    "stream_error" => StreamError { message: String },
+    "stalled" => Stalled { timeout_us: u64 },
+    "aborted" => Aborted {},
+    "truncated" => Truncated {},
+    "not_streaming" => NotStreaming {},
+});
 
 impl Outcome {
     /// Short stable name of the outcome kind (used to count errors by kind).
@@ -866,6 +877,32 @@ pub fn error_message_from_body(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every outcome reads back what it writes (the tags match serde's `rename_all`).
+    #[test]
+    fn outcomes_round_trip() {
+        for o in [
+            Outcome::Ok,
+            Outcome::Http {
+                status: 429,
+                message: "slow down".into(),
+            },
+            Outcome::Network {
+                message: "reset".into(),
+            },
+            Outcome::StreamError {
+                message: "e".into(),
+            },
+            Outcome::Stalled { timeout_us: 30 },
+            Outcome::Aborted,
+            Outcome::Truncated,
+            Outcome::NotStreaming,
+        ] {
+            let text = serde_json::to_string(&o).expect("ser");
+            assert_eq!(serde_json::from_str::<Outcome>(&text).expect(&text), o);
+        }
+        assert!(serde_json::from_str::<Outcome>(r#"{"kind":"ok","status":1}"#).is_err());
+    }
     use proptest::prelude::*;
 
     fn run(dialect: Dialect, events: &[(u64, &str)], end_t: u64) -> RequestRecord {

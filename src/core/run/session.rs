@@ -500,7 +500,7 @@ impl RunSession {
             );
         }
         let mut records = self.records;
-        records.sort_by_key(|r| r.index);
+        records.sort_unstable_by_key(|r| r.index);
         records
     }
 }

@@ -981,7 +981,7 @@ fn summarize_step(
     records: &mut Vec<&RequestRecord>,
     plan: &MetricsPlan,
 ) -> Result<StepSummary, MetricsError> {
-    records.sort_by_key(|r| r.index);
+    records.sort_unstable_by_key(|r| r.index);
     let phases = classify(records, &plan.window);
     let mut acc = StepAcc::new(records.len() as u32);
     for (r, &phase) in records.iter().zip(&phases) {
