@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs every check CI runs: fmt, clippy (host and wasm32),
 # native tests, browser tests (wasm-bindgen-test in headless Chromium), the release
-# build, a headless-Chromium load of the built page that fails on any console error,
+# build and its size budgets, a headless-Chromium load of the built page that fails on any console error,
 # end-to-end runs through the app against the reference server and a real llama-server,
 # a newcomer's first run and a keyboard-only run, axe-core accessibility checks, the
 # screenshots, the viewer end to end, and the fidelity bench (no automation attached; its targets are
@@ -65,6 +65,9 @@ cargo test -p pinbench --target wasm32-unknown-unknown --locked --test web
 
 step "release build (trunk)"
 trunk build --release
+
+step "size budgets (gzip): the app, and the card page"
+bash scripts/sizes.sh dist
 
 step "native builds for the end-to-end tests and the bench"
 cargo build --locked -p pinbench-refserver --bin pinbench-refserver
