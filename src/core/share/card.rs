@@ -82,6 +82,21 @@ pub struct CardStep {
     pub tpot_us: Option<Dist>,
 }
 
+/// The card's figures of a summary step: the same fields of the typed report's step
+/// (`StepSummary`) and of the card page's reading of it from text.
+macro_rules! card_step {
+    ($s:expr) => {
+        CardStep {
+            load: $s.load,
+            measured: $s.requests.measured,
+            windows: $s.windows,
+            decode_speed_milli: $s.decode_speed_milli,
+            ttft_us: $s.ttft_us,
+            tpot_us: $s.tpot_us,
+        }
+    };
+}
+
 /// The first card format (`pinbench.card/v1`): display text, signed as written. Still
 /// verified (signature, key, report binding); its text is not recomputed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -332,14 +347,7 @@ impl Card {
                 report_digest,
                 created: b.created.clone(),
                 config: b.config.clone(),
-                step: CardStep {
-                    load: step.map_or_else(|| first_load(&b.config), |s| s.load),
-                    measured: step.map_or(0, |s| s.requests.measured),
-                    windows: step.map(|s| s.windows).unwrap_or_default(),
-                    decode_speed_milli: step.and_then(|s| s.decode_speed_milli),
-                    ttft_us: step.and_then(|s| s.ttft_us),
-                    tpot_us: step.and_then(|s| s.tpot_us),
-                },
+                step: step.map_or_else(|| CardStep::planned(&b.config), |s| card_step!(s)),
                 client_invalid: b.client.invalid,
                 steps: b.summary.steps.len() as u32,
                 records: b.records.len() as u32,
@@ -525,6 +533,26 @@ pub struct CardView {
     pub note: String,
 }
 
+impl CardView {
+    /// A card with its signature's state as the card shows it.
+    fn new(
+        card: Card,
+        verification: &Verification,
+        trusted: &TrustedKeys,
+        full_link: String,
+        note: &str,
+    ) -> Self {
+        let (status, state) = status(verification, trusted);
+        CardView {
+            card,
+            status,
+            state,
+            full_link,
+            note: note.into(),
+        }
+    }
+}
+
 /// The card of a hosted report. What is checked: the report's signature, over the
 /// canonical form of its text; the card is then derived from the signed body — its pins,
 /// its first step's figures, its counts — so it cannot say more than the report. What is
@@ -569,14 +597,13 @@ pub fn view_of_report(
         body: CardBody::Typed(Box::new(typed_body_of_text(body)?)),
         signature: None,
     };
-    let (status, state) = status(&verification, trusted);
-    Ok(CardView {
+    Ok(CardView::new(
         card,
-        status,
-        state,
+        &verification,
+        trusted,
         full_link,
-        note: "figures as signed; the full view recomputes them from the records".into(),
-    })
+        "figures as signed; the full view recomputes them from the records",
+    ))
 }
 
 /// The card's typed body from a report body's canonical text: what [`Card::of`] derives
@@ -632,14 +659,7 @@ fn typed_body_of_text(body: &str) -> Result<TypedBody, String> {
     Ok(TypedBody {
         report_digest: digest_of(&digested),
         created: head.created,
-        step: CardStep {
-            load: first.map_or_else(|| first_load(&head.config), |s| s.load),
-            measured: first.map_or(0, |s| s.requests.measured),
-            windows: first.map(|s| s.windows).unwrap_or_default(),
-            decode_speed_milli: first.and_then(|s| s.decode_speed_milli),
-            ttft_us: first.and_then(|s| s.ttft_us),
-            tpot_us: first.and_then(|s| s.tpot_us),
-        },
+        step: first.map_or_else(|| CardStep::planned(&head.config), |s| card_step!(s)),
         config: head.config,
         client_invalid: head.client.invalid,
         steps: head.summary.steps.len() as u32,
@@ -653,15 +673,24 @@ const DIGESTED_MEMBERS: [&str; 7] = [
     "client", "config", "created", "probes", "slo", "summary", "tool",
 ];
 
-/// The load a card shows for a report without steps: the first planned one.
-fn first_load(config: &RunConfig) -> LoadStep {
-    config
-        .load
-        .value
-        .steps
-        .first()
-        .copied()
-        .unwrap_or(LoadStep::Closed { concurrency: 1 })
+impl CardStep {
+    /// What a card shows for a report without steps: the first planned load, no figures.
+    fn planned(config: &RunConfig) -> Self {
+        CardStep {
+            load: config
+                .load
+                .value
+                .steps
+                .first()
+                .copied()
+                .unwrap_or(LoadStep::Closed { concurrency: 1 }),
+            measured: 0,
+            windows: Windows::default(),
+            decode_speed_milli: None,
+            ttft_us: None,
+            tpot_us: None,
+        }
+    }
 }
 
 /// The card carried by a link's fragment (`#card=…`), verified on its own.
@@ -671,14 +700,13 @@ pub fn view_of_fragment(
     full_link: String,
 ) -> Result<CardView, String> {
     let (card, verification) = Card::open_fragment(fragment).map_err(|e| e.to_string())?;
-    let (status, state) = status(&verification, trusted);
-    Ok(CardView {
+    Ok(CardView::new(
         card,
-        status,
-        state,
+        &verification,
+        trusted,
         full_link,
-        note: "card only: the report's records travel separately".into(),
-    })
+        "card only: the report's records travel separately",
+    ))
 }
 
 /// The folder of the card page (`…/card/`) for the app page at `page` (origin + path, as
