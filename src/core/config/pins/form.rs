@@ -551,6 +551,33 @@ const PRESET_COMMON: [(&str, &str); 7] = [
     ("sampling_extra", "{}"),
 ];
 
+/// An Artificial Analysis workload (`prompt` → `output` tokens) as one stream (1 warm-up,
+/// 10 measured) or as 10 parallel (10 warm-up, 40 measured, 10 cool-down).
+macro_rules! aa_preset {
+    (single, $id:literal, $label:literal, $prompt:literal, $output:literal) => {
+        aa_preset!(@ $id, $label, $prompt, $output, "1", "1", "10", "0")
+    };
+    (parallel, $id:literal, $label:literal, $prompt:literal, $output:literal) => {
+        aa_preset!(@ $id, $label, $prompt, $output, "10", "10", "40", "10")
+    };
+    (@ $id:literal, $label:literal, $prompt:literal, $output:literal, $c:literal, $w:literal, $m:literal, $cd:literal) => {
+        Preset {
+            group: "Artificial Analysis",
+            id: $id,
+            label: $label,
+            fills: &[
+                ("prompt_tokens", $prompt),
+                ("output_tokens", $output),
+                ("concurrency", $c),
+                ("warmup", $w),
+                ("measured", $m),
+                ("cooldown", $cd),
+            ],
+            slo_ms: None,
+        }
+    };
+}
+
 /// The presets, first the one a newcomer is offered.
 pub const PRESETS: &[Preset] = &[
     Preset {
@@ -612,118 +639,56 @@ pub const PRESETS: &[Preset] = &[
     // Artificial Analysis: each workload as one stream and as 10 parallel, a unique
     // prompt per request; their headline figures are the median per-stream output speed
     // after the first chunk, and the median TTFT.
-    Preset {
-        group: "Artificial Analysis",
-        id: "aa-100-300-c1",
-        label: "100→300, 1 stream",
-        fills: &[
-            ("prompt_tokens", "100"),
-            ("output_tokens", "300"),
-            ("concurrency", "1"),
-            ("warmup", "1"),
-            ("measured", "10"),
-            ("cooldown", "0"),
-        ],
-        slo_ms: None,
-    },
-    Preset {
-        group: "Artificial Analysis",
-        id: "aa-1k-1k-c1",
-        label: "1k→1k (default), 1 stream",
-        fills: &[
-            ("prompt_tokens", "1000"),
-            ("output_tokens", "1000"),
-            ("concurrency", "1"),
-            ("warmup", "1"),
-            ("measured", "10"),
-            ("cooldown", "0"),
-        ],
-        slo_ms: None,
-    },
-    Preset {
-        group: "Artificial Analysis",
-        id: "aa-10k-1500-c1",
-        label: "10k→1.5k, 1 stream",
-        fills: &[
-            ("prompt_tokens", "10000"),
-            ("output_tokens", "1500"),
-            ("concurrency", "1"),
-            ("warmup", "1"),
-            ("measured", "10"),
-            ("cooldown", "0"),
-        ],
-        slo_ms: None,
-    },
-    Preset {
-        group: "Artificial Analysis",
-        id: "aa-100k-2k-c1",
-        label: "100k→2k, 1 stream",
-        fills: &[
-            ("prompt_tokens", "100000"),
-            ("output_tokens", "2000"),
-            ("concurrency", "1"),
-            ("warmup", "1"),
-            ("measured", "10"),
-            ("cooldown", "0"),
-        ],
-        slo_ms: None,
-    },
-    Preset {
-        group: "Artificial Analysis",
-        id: "aa-100-300-c10",
-        label: "100→300, 10 parallel",
-        fills: &[
-            ("prompt_tokens", "100"),
-            ("output_tokens", "300"),
-            ("concurrency", "10"),
-            ("warmup", "10"),
-            ("measured", "40"),
-            ("cooldown", "10"),
-        ],
-        slo_ms: None,
-    },
-    Preset {
-        group: "Artificial Analysis",
-        id: "aa-1k-1k-c10",
-        label: "1k→1k, 10 parallel",
-        fills: &[
-            ("prompt_tokens", "1000"),
-            ("output_tokens", "1000"),
-            ("concurrency", "10"),
-            ("warmup", "10"),
-            ("measured", "40"),
-            ("cooldown", "10"),
-        ],
-        slo_ms: None,
-    },
-    Preset {
-        group: "Artificial Analysis",
-        id: "aa-10k-1500-c10",
-        label: "10k→1.5k, 10 parallel",
-        fills: &[
-            ("prompt_tokens", "10000"),
-            ("output_tokens", "1500"),
-            ("concurrency", "10"),
-            ("warmup", "10"),
-            ("measured", "40"),
-            ("cooldown", "10"),
-        ],
-        slo_ms: None,
-    },
-    Preset {
-        group: "Artificial Analysis",
-        id: "aa-100k-2k-c10",
-        label: "100k→2k, 10 parallel",
-        fills: &[
-            ("prompt_tokens", "100000"),
-            ("output_tokens", "2000"),
-            ("concurrency", "10"),
-            ("warmup", "10"),
-            ("measured", "40"),
-            ("cooldown", "10"),
-        ],
-        slo_ms: None,
-    },
+    aa_preset!(single, "aa-100-300-c1", "100→300, 1 stream", "100", "300"),
+    aa_preset!(
+        single,
+        "aa-1k-1k-c1",
+        "1k→1k (default), 1 stream",
+        "1000",
+        "1000"
+    ),
+    aa_preset!(
+        single,
+        "aa-10k-1500-c1",
+        "10k→1.5k, 1 stream",
+        "10000",
+        "1500"
+    ),
+    aa_preset!(
+        single,
+        "aa-100k-2k-c1",
+        "100k→2k, 1 stream",
+        "100000",
+        "2000"
+    ),
+    aa_preset!(
+        parallel,
+        "aa-100-300-c10",
+        "100→300, 10 parallel",
+        "100",
+        "300"
+    ),
+    aa_preset!(
+        parallel,
+        "aa-1k-1k-c10",
+        "1k→1k, 10 parallel",
+        "1000",
+        "1000"
+    ),
+    aa_preset!(
+        parallel,
+        "aa-10k-1500-c10",
+        "10k→1.5k, 10 parallel",
+        "10000",
+        "1500"
+    ),
+    aa_preset!(
+        parallel,
+        "aa-100k-2k-c10",
+        "100k→2k, 10 parallel",
+        "100000",
+        "2000"
+    ),
     // MLPerf Inference, server scenario: Poisson arrivals at a target rate, judged by
     // 99th-percentile TTFT and TPOT limits (here the Llama 2 70B limits: TTFT ≤ 2 s,
     // TPOT ≤ 200 ms). The lengths are pinbench's choice, not MLPerf's dataset.
