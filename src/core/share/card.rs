@@ -610,12 +610,25 @@ pub fn view_of_report(
 /// from the typed report, read without the records' types (they are only counted).
 fn typed_body_of_text(body: &str) -> Result<TypedBody, String> {
     use serde::de::IgnoredAny;
+    use serde_json::value::RawValue;
+    /// The body in one pass: the digest's members as their (canonical) text, the notes,
+    /// and the records only counted.
     #[derive(Deserialize)]
     struct Head {
-        created: String,
-        config: RunConfig,
-        client: ClientHead,
-        summary: SummaryHead,
+        #[serde(default)]
+        client: Option<Box<RawValue>>,
+        #[serde(default)]
+        config: Option<Box<RawValue>>,
+        #[serde(default)]
+        created: Option<Box<RawValue>>,
+        #[serde(default)]
+        probes: Option<Box<RawValue>>,
+        #[serde(default)]
+        slo: Option<Box<RawValue>>,
+        #[serde(default)]
+        summary: Option<Box<RawValue>>,
+        #[serde(default)]
+        tool: Option<Box<RawValue>>,
         #[serde(default)]
         notes: Vec<String>,
         records: Vec<IgnoredAny>,
@@ -641,37 +654,60 @@ fn typed_body_of_text(body: &str) -> Result<TypedBody, String> {
     struct RequestsHead {
         measured: u32,
     }
+    fn typed<T: serde::de::DeserializeOwned>(
+        member: &Option<Box<RawValue>>,
+        name: &str,
+    ) -> Result<T, String> {
+        let text = member
+            .as_ref()
+            .ok_or_else(|| format!("the report body: missing field `{name}`"))?;
+        serde_json::from_str(text.get()).map_err(|e| {
+            format!(
+                "the report body's {name}: {}",
+                crate::core::json::message(&e)
+            )
+        })
+    }
     let head: Head = serde_json::from_str(body).map_err(|e| format!("the report body: {e}"))?;
-    // The digest's members, as the signed text has them (absent members are null, as
-    // `report_digest` writes a typed `None`).
-    let members = crate::core::jcs::canonicalize(body, &["records"]).map_err(|e| e.to_string())?;
+    // The digest's members as the signed text has them (the body is canonical text, so
+    // each member's text is its canonical form); absent members are null, as
+    // `report_digest` writes a typed `None`.
     let mut digested = Vec::with_capacity(4096);
     digested.push(b'{');
-    for (i, key) in DIGESTED_MEMBERS.iter().enumerate() {
+    for (i, (key, member)) in [
+        ("client", &head.client),
+        ("config", &head.config),
+        ("created", &head.created),
+        ("probes", &head.probes),
+        ("slo", &head.slo),
+        ("summary", &head.summary),
+        ("tool", &head.tool),
+    ]
+    .into_iter()
+    .enumerate()
+    {
         if i > 0 {
             digested.push(b',');
         }
         digested.extend_from_slice(format!("\"{key}\":").as_bytes());
-        digested.extend_from_slice(members.member(key).unwrap_or(b"null"));
+        digested.extend_from_slice(member.as_ref().map_or("null", |m| m.get()).as_bytes());
     }
     digested.push(b'}');
-    let first = head.summary.steps.first();
+    let config: RunConfig = typed(&head.config, "config")?;
+    let client: ClientHead = typed(&head.client, "client")?;
+    let summary: SummaryHead = typed(&head.summary, "summary")?;
+    let first = summary.steps.first();
     Ok(TypedBody {
         report_digest: digest_of(&digested),
-        created: head.created,
-        step: first.map_or_else(|| CardStep::planned(&head.config), |s| card_step!(s)),
-        config: head.config,
-        client_invalid: head.client.invalid,
-        steps: head.summary.steps.len() as u32,
+        created: typed(&head.created, "created")?,
+        step: first.map_or_else(|| CardStep::planned(&config), |s| card_step!(s)),
+        client_invalid: client.invalid,
+        steps: summary.steps.len() as u32,
         records: head.records.len() as u32,
+        config,
         notes: head.notes,
     })
 }
-
-/// The body members [`report_digest`] covers, in canonical (sorted) order.
-const DIGESTED_MEMBERS: [&str; 7] = [
-    "client", "config", "created", "probes", "slo", "summary", "tool",
-];
 
 impl CardStep {
     /// What a card shows for a report without steps: the first planned load, no figures.
