@@ -29,8 +29,9 @@ impl Drop for Tmp {
     }
 }
 
-/// Runs that load the machine take turns with the timing comparison (tests of one binary
-/// run in parallel; two cores shared by client and server are already contended).
+/// Every run that loads the machine takes its turn (tests of one binary run in parallel;
+/// two cores shared by client and server are already contended, and a second run beside
+/// the timing comparison shows up as its error).
 static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn pins(base: &str, concurrency: u32, windows: (&str, &str, &str)) -> String {
@@ -109,36 +110,47 @@ fn native_run_over_h2_matches_the_truth() {
         Some(pinbench::core::metrics::RunHost::Native)
     );
     assert!(!b.client.invalid, "{:?}", b.client.findings);
-    // The client's TTFT of each measured request against the server's own (tolerance
-    // 15 ms: two processes sharing a loaded 2-core machine).
+    // The client's TTFT of each measured request against the server's own. The difference
+    // is the loopback transfer both ways plus the scheduling delay of two processes on a
+    // shared 2-core machine: the median within 5 ms, 90 % within 15 ms, and none beyond
+    // 100 ms (a single preempted wake-up on a loaded CI machine was measured at 37 ms).
     let truth: Vec<serde_json::Value> =
         serde_json::from_slice(&get(server.port, "/truth").body).expect("truth JSON");
-    let mut worst = 0u64;
-    for rec in b.records.iter().filter(|x| {
-        !step.requests.warmup.contains(&x.index) && !step.requests.cooldown.contains(&x.index)
-    }) {
-        let id = rec
-            .response_id
-            .as_deref()
-            .and_then(|s| s.strip_prefix("cmpl-"))
-            .expect("response id");
-        let t = truth
-            .iter()
-            .find(|t| t["id"].as_u64().map(|n| n.to_string()).as_deref() == Some(id))
-            .expect("a truth record per request");
-        let server_ttft = t["first_token_us"].as_u64().expect("first token")
-            - t["received_us"].as_u64().expect("received");
-        let client_ttft = rec.chunks[0].t_us - rec.t_send_us;
-        worst = worst.max(client_ttft.abs_diff(server_ttft));
-    }
+    let mut diffs: Vec<u64> = b
+        .records
+        .iter()
+        .filter(|x| {
+            !step.requests.warmup.contains(&x.index) && !step.requests.cooldown.contains(&x.index)
+        })
+        .map(|rec| {
+            let id = rec
+                .response_id
+                .as_deref()
+                .and_then(|s| s.strip_prefix("cmpl-"))
+                .expect("response id");
+            let t = truth
+                .iter()
+                .find(|t| t["id"].as_u64().map(|n| n.to_string()).as_deref() == Some(id))
+                .expect("a truth record per request");
+            let server_ttft = t["first_token_us"].as_u64().expect("first token")
+                - t["received_us"].as_u64().expect("received");
+            let client_ttft = rec.chunks[0].t_us - rec.t_send_us;
+            client_ttft.abs_diff(server_ttft)
+        })
+        .collect();
+    diffs.sort_unstable();
+    assert_eq!(diffs.len(), 32, "one difference per measured request");
+    let (median, p90, worst) = (diffs[15], diffs[28], diffs[31]);
     assert!(
-        worst < 15_000,
-        "client TTFT within 15 ms of the server's (worst {worst} µs)"
+        median < 5_000 && p90 < 15_000 && worst < 100_000,
+        "client TTFT against the server's: median {median} µs, p90 {p90} µs, worst {worst} µs \
+         (all: {diffs:?})"
     );
 }
 
 #[test]
 fn native_run_over_http1_opens_a_connection_per_stream() {
+    let _turn = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = Tmp::new("h1");
     let server = Server::start(&[]);
     let base = format!("http://127.0.0.1:{}", server.port);
