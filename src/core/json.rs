@@ -28,6 +28,37 @@ impl Tagged {
     }
 }
 
+/// A decimal number's text as the nearest `f64` (correctly rounded), or `None` when it is
+/// not a finite number. Accepts what people type into a form as well as JSON numbers:
+/// surrounding spaces, a leading `+`, and `.5` or `5.`.
+///
+/// The text goes through serde_json's parser (its `float_roundtrip` feature makes it exact)
+/// rather than `str::parse`, whose 20 KB table of powers of five would otherwise be
+/// compiled into each wasm bundle beside serde_json's own.
+pub fn parse_f64(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let (sign, digits) = match t.as_bytes().first() {
+        Some(b'-') => ("-", &t[1..]),
+        Some(b'+') => ("", &t[1..]),
+        _ => ("", t),
+    };
+    if !digits.bytes().any(|b| b.is_ascii_digit()) || digits.starts_with(['-', '+']) {
+        return None;
+    }
+    let mut json = String::with_capacity(digits.len() + 3);
+    json.push_str(sign);
+    if digits.starts_with('.') {
+        json.push('0');
+    }
+    json.push_str(digits);
+    if digits.ends_with('.') {
+        json.push('0');
+    }
+    serde_json::from_str::<f64>(&json)
+        .ok()
+        .filter(|v| v.is_finite())
+}
+
 /// A nested parse's message without its position (which is within the nested text, not
 /// the document; the outer parser adds the document's).
 pub fn message(e: &serde_json::Error) -> String {

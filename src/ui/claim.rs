@@ -26,7 +26,7 @@ fn run_link(a: &ClaimAnalysis) -> String {
 fn figure_text(f: &Figure) -> String {
     match f {
         Figure::Throughput { value, .. } => format!("{value} tok/s"),
-        Figure::Latency { what, ms } => format!("{} {ms} ms", what.to_uppercase()),
+        Figure::Latency { what, ms } => format!("{} {ms} ms", what.to_ascii_uppercase()),
         Figure::Relative { factor, baseline } => format!(
             "{factor}× relative to {}",
             baseline.as_deref().unwrap_or("an unnamed baseline")

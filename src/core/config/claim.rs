@@ -255,7 +255,7 @@ impl ClaimAnalysis {
 
 /// Lower case, one spelling for multiplication signs, arrows, dashes and rate units.
 fn normalise(text: &str) -> String {
-    let mut t = text.to_lowercase();
+    let mut t = text.to_ascii_lowercase();
     for (from, to) in [
         ("×", "x"),
         ("→", "->"),
@@ -308,9 +308,7 @@ fn number(s: &str) -> Option<f64> {
     if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit() || c == '.') {
         return None;
     }
-    digits
-        .parse::<f64>()
-        .ok()
+    crate::core::json::parse_f64(&digits)
         .map(|v| v * mult)
         .filter(|v| v.is_finite())
 }
@@ -358,7 +356,7 @@ pub fn analyse(text: &str) -> ClaimAnalysis {
                     && num.chars().all(|c| c.is_ascii_digit() || c == '.')
                     && num.chars().next().is_some_and(|c| c.is_ascii_digit())
             })
-            .map(|seg| (seg.to_uppercase(), tok.clone()))
+            .map(|seg| (seg.to_ascii_uppercase(), tok.clone()))
     });
     // Engine names that contain a model family's name ("llama.cpp", "ollama") are not
     // models: a family starts a word and is not followed by ".cpp".
@@ -368,7 +366,7 @@ pub fn analyse(text: &str) -> ClaimAnalysis {
             t_models[..i]
                 .chars()
                 .next_back()
-                .is_none_or(|c| !c.is_alphanumeric())
+                .is_none_or(|c| !c.is_ascii_alphanumeric())
         })
     });
     if let Some((k, name)) = family {
@@ -929,7 +927,7 @@ pub fn analyse(text: &str) -> ClaimAnalysis {
         match f {
             Figure::Latency { what, .. } => metric.push(format!(
                 "A {} latency; it does not say which percentile unless stated (pinbench reports p50 and p99 of the measured window).",
-                what.to_uppercase()
+                what.to_ascii_uppercase()
             )),
             Figure::Relative { baseline, .. } => metric.push(format!(
                 "A ratio to {}: checkable only by running both with the same pins; pinbench's Compare says whether two reports are comparable.",

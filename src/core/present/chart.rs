@@ -519,7 +519,7 @@ pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> 
         ("E2E", &h.e2e_us),
     ] {
         charts.push(Chart {
-            id: format!("{}-cdf", name.to_lowercase()),
+            id: format!("{}-cdf", name.to_ascii_lowercase()),
             title: format!("{name} distribution (CDF, measured window)"),
             x_label: format!("{name}, ms (log)"),
             y_label: "fraction of requests".into(),

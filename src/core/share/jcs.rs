@@ -394,10 +394,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let f: f64 = text.parse().map_err(|_| JcsError::Syntax(start))?;
-        if !f.is_finite() {
-            return Err(JcsError::Syntax(start));
-        }
+        let f = crate::core::json::parse_f64(text).ok_or(JcsError::Syntax(start))?;
         if f == 0.0 {
             out.push(b'0');
         } else {

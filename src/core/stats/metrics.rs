@@ -75,10 +75,8 @@ impl Slo {
             if t.is_empty() {
                 return Ok(None);
             }
-            match t.parse::<f64>() {
-                Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => {
-                    Ok(Some((v * 1000.0).round() as u64))
-                }
+            match crate::core::json::parse_f64(t) {
+                Some(v) if v > 0.0 && v < 1e9 => Ok(Some((v * 1000.0).round() as u64)),
                 _ => Err(format!(
                     "SLO {name}: expected a number of milliseconds > 0, got {t:?}"
                 )),

@@ -489,7 +489,8 @@ pub fn span_parts(text: &str) -> (String, bool) {
 /// A window's text from its number and unit. A number typed with its own unit keeps it.
 pub fn span_text(number: &str, seconds: bool) -> String {
     let n = number.trim();
-    if n.is_empty() || parse_span(n).is_some_and(|_| n.ends_with(|c: char| c.is_alphabetic())) {
+    if n.is_empty() || parse_span(n).is_some_and(|_| n.ends_with(|c: char| c.is_ascii_alphabetic()))
+    {
         return n.to_owned();
     }
     if seconds {

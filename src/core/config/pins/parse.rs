@@ -535,7 +535,7 @@ impl TryFrom<&RawConfig> for RunConfig {
             ],
         );
         let temperature = p.get("temperature", "a number ≥ 0", |t| {
-            t.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
+            crate::core::json::parse_f64(t).filter(|v| *v >= 0.0)
         });
         let extra = p.get(
             "sampling_extra",
