@@ -13,6 +13,7 @@ pub mod measure;
 pub mod present;
 pub mod run;
 pub mod share;
+pub mod sort;
 pub mod stats;
 
 pub use config::{behaviour, claim, pins, probe};

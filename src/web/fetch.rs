@@ -38,9 +38,11 @@ pub fn attach_resource_timing(records: &mut [RequestRecord], url: &str) {
         .iter()
         .filter_map(|e| e.dyn_into().ok())
         .collect();
-    entries.sort_by(|a, b| a.start_time().total_cmp(&b.start_time()));
+    crate::core::sort::sort_by(&mut entries, |a, b| {
+        a.start_time().total_cmp(&b.start_time())
+    });
     let mut order: Vec<usize> = (0..records.len()).collect();
-    order.sort_unstable_by_key(|&i| (records[i].t_send_us, i));
+    crate::core::sort::sort_by_key(&mut order, |&i| (records[i].t_send_us, i));
     let us = |ms: f64| (ms * 1000.0).round().max(0.0) as u64;
     let starts: Vec<u64> = entries.iter().map(|e| us(e.start_time())).collect();
     let mut used = vec![false; entries.len()];

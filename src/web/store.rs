@@ -182,7 +182,7 @@ pub fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
                     Some((n, p))
                 })
                 .collect();
-            parts.sort_unstable();
+            crate::core::sort::sort(&mut parts);
             for (_, p) in parts {
                 let part: Vec<crate::core::record::RequestRecord> = store
                     .get_item(p)
@@ -195,7 +195,9 @@ pub fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
             Some((k.clone(), cp))
         })
         .collect();
-    out.sort_unstable_by(|a, b| a.1.created.cmp(&b.1.created).then_with(|| a.0.cmp(&b.0)));
+    crate::core::sort::sort_by(&mut out, |a, b| {
+        a.1.created.cmp(&b.1.created).then_with(|| a.0.cmp(&b.0))
+    });
     out
 }
 

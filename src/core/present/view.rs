@@ -382,7 +382,7 @@ pub fn measured_ok(report: &Report, step: u32) -> Vec<&RequestRecord> {
         .iter()
         .filter(|r| r.step == step)
         .collect();
-    recs.sort_unstable_by_key(|r| r.index);
+    crate::core::sort::sort_by_key(&mut recs, |r| r.index);
     let phases = classify(&recs, &report.body.config.window.value);
     recs.into_iter()
         .zip(phases)
@@ -431,7 +431,7 @@ pub fn ttft_split(report: &Report, step: u32) -> Vec<(&'static str, u64, u64, us
             if v.is_empty() {
                 return None;
             }
-            v.sort_unstable();
+            crate::core::sort::sort(&mut v);
             let q = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
             Some((*label, q(0.5), q(0.99), v.len()))
         })
@@ -471,7 +471,7 @@ fn quantile(v: impl Iterator<Item = f64>, q: f64) -> Option<f64> {
     if xs.is_empty() {
         return None;
     }
-    xs.sort_unstable_by(f64::total_cmp);
+    crate::core::sort::sort_by(&mut xs, f64::total_cmp);
     let rank = ((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len());
     xs.get(rank - 1).copied()
 }
@@ -683,7 +683,7 @@ pub fn records_csv(report: &Report) -> String {
             .iter()
             .filter(|r| r.step == step)
             .collect();
-        recs.sort_unstable_by_key(|r| r.index);
+        crate::core::sort::sort_by_key(&mut recs, |r| r.index);
         let phases = classify(&recs, &report.body.config.window.value);
         for (r, p) in recs.into_iter().zip(phases) {
             let m = request_metrics(r);

@@ -500,7 +500,7 @@ impl RunSession {
             );
         }
         let mut records = self.records;
-        records.sort_unstable_by_key(|r| r.index);
+        crate::core::sort::sort_by_key(&mut records, |r| r.index);
         records
     }
 }

@@ -298,7 +298,7 @@ struct RawRequest {
 
 /// Records from raw requests: sorted by send time, the clock moved to start at 0.
 fn build_records(mut raws: Vec<RawRequest>) -> Vec<RequestRecord> {
-    raws.sort_by_key(|r| (!r.warmup, r.t_send_us));
+    crate::core::sort::sort_by_key(&mut raws, |r| (!r.warmup, r.t_send_us));
     // Warm-up first (the window plan discards the first N); within each, send order.
     let t0 = raws.iter().map(|r| r.t_send_us).min().unwrap_or(0);
     raws.iter()

@@ -192,7 +192,7 @@ impl<'a> Parser<'a> {
             }
         }
         self.depth -= 1;
-        members.sort_unstable_by(|a, b| {
+        crate::core::sort::sort_by(&mut members, |a, b| {
             if a.1 && b.1 {
                 a.0.as_bytes().cmp(b.0.as_bytes())
             } else {

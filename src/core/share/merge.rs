@@ -198,7 +198,7 @@ pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody
     for (i, (((title, o), epoch), w)) in sources.iter().zip(&epochs).zip(&windows).enumerate() {
         let dt = epoch - base;
         let mut recs = o.report.body.records.clone();
-        recs.sort_by_key(|r| r.index);
+        crate::core::sort::sort_by_key(&mut recs, |r| r.index);
         let count = recs.len();
         for (k, mut r) in recs.into_iter().enumerate() {
             shift(&mut r, dt);
@@ -222,7 +222,7 @@ pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody
             measured_us: *w,
         });
     }
-    records.sort_by_key(|r| r.index);
+    crate::core::sort::sort_by_key(&mut records, |r| r.index);
     let common_tokens: u64 = records
         .iter()
         .flat_map(|r| r.chunks.iter())

@@ -633,7 +633,7 @@ fn diff(path: &str, stored: &Value, fresh: &Value, out: &mut Vec<Mismatch>) {
     match (stored, fresh) {
         (Value::Object(a), Value::Object(b)) => {
             let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
-            keys.sort_unstable();
+            crate::core::sort::sort(&mut keys);
             keys.dedup();
             for k in keys {
                 let p = format!("{path}.{k}");

@@ -553,7 +553,7 @@ pub fn in_flight_timeline(records: &[&RequestRecord]) -> Vec<(u64, u32, u32)> {
         ev.push((end, 0, -1, 0));
         ev.push((wire_end, 0, 0, -1));
     }
-    ev.sort_unstable();
+    crate::core::sort::sort(&mut ev);
     let (mut off, mut ach) = (0i64, 0i64);
     let mut out: Vec<(u64, u32, u32)> = Vec::new();
     for (t, _, d_o, d_a) in ev {
@@ -575,7 +575,7 @@ pub fn max_overlap(intervals: impl Iterator<Item = (u64, u64)>) -> u32 {
         .filter(|(s, e)| e > s)
         .flat_map(|(s, e)| [(s, 1u8), (e, 0u8)])
         .collect();
-    ev.sort_unstable();
+    crate::core::sort::sort(&mut ev);
     let (mut cur, mut max) = (0u32, 0u32);
     for (_, start) in ev {
         if start == 1 {
@@ -979,7 +979,7 @@ fn summarize_step(
     records: &mut Vec<&RequestRecord>,
     plan: &MetricsPlan,
 ) -> Result<StepSummary, MetricsError> {
-    records.sort_unstable_by_key(|r| r.index);
+    crate::core::sort::sort_by_key(records, |r| r.index);
     let phases = classify(records, &plan.window);
     let mut acc = StepAcc::new(records.len() as u32);
     for (r, &phase) in records.iter().zip(&phases) {
