@@ -57,3 +57,44 @@ fn the_purity_check_itself_detects_a_mention() {
     let sample = "let t = std::time::Instant::now();";
     assert!(FORBIDDEN.iter().any(|w| sample.contains(w)));
 }
+
+/// std's generic sorts compile one copy per element type and comparison into the wasm;
+/// the program's code (core, browser glue, views) sorts through `core::sort` instead.
+/// Test modules (`mod tests` at a file's end, `*_tests.rs`) may use std's.
+const STD_SORTS: &[&str] = &[
+    ".sort(",
+    ".sort_by(",
+    ".sort_by_key(",
+    ".sort_by_cached_key(",
+    ".sort_unstable",
+];
+
+#[test]
+fn the_program_sorts_through_core_sort() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for dir in ["core", "web", "ui"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut hits = Vec::new();
+    for f in &files {
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.ends_with("_tests.rs") || f.ends_with("core/sort.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("mod tests") {
+                break;
+            }
+            if STD_SORTS.iter().any(|w| line.contains(w)) {
+                hits.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "sort through pinbench::core::sort (one copy in the wasm):\n{}",
+        hits.join("\n")
+    );
+}

@@ -389,13 +389,9 @@ impl Card {
 
     /// The link-only form's fragment value (without `#`).
     pub fn to_fragment(&self) -> Result<String, ReportError> {
-        use flate2::{write::DeflateEncoder, Compression};
-        use std::io::Write as _;
         let json = serde_json::to_vec(self).map_err(|e| ReportError::Json(e.to_string()))?;
-        let mut enc = DeflateEncoder::new(Vec::new(), Compression::best());
-        enc.write_all(&json)
-            .map_err(|e| ReportError::Json(e.to_string()))?;
-        let z = enc.finish().map_err(|e| ReportError::Json(e.to_string()))?;
+        // Raw deflate at the best ordinary level (9), read back by `open_fragment`.
+        let z = miniz_oxide::deflate::compress_to_vec(&json, 9);
         Ok(format!(
             "{FRAGMENT_KEY}{}",
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(z)

@@ -115,7 +115,7 @@ fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 #[cfg(test)]
 fn sorted(o: &serde_json::Map<String, serde_json::Value>) -> Vec<(&String, &serde_json::Value)> {
     let mut m: Vec<_> = o.iter().collect();
-    m.sort_by(|a, b| utf16_cmp(a.0, b.0));
+    crate::core::sort::sort_by(&mut m, |a, b| utf16_cmp(a.0, b.0));
     m
 }
 
