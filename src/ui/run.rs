@@ -296,14 +296,23 @@ impl RunSinks {
                 if let Ok(text) = serde_json::to_string(&result.records) {
                     self.on_checkpoint(&text, result.records.len() as u32);
                 }
-                let doc = serde_json::json!({
-                    "error": e,
-                    "created": ctx.created,
-                    "config": ctx.cfg,
-                    "env": result.env,
-                    "records": result.records,
-                });
-                self.unsigned.set(Some(doc.to_string()));
+                /// The unsigned document, borrowed (no `Value` tree of the records).
+                #[derive(serde::Serialize)]
+                struct Unsigned<'a> {
+                    error: &'a str,
+                    created: &'a str,
+                    config: &'a RunConfig,
+                    env: &'a ClientEnv,
+                    records: &'a [crate::core::record::RequestRecord],
+                }
+                let doc = Unsigned {
+                    error: &e,
+                    created: &ctx.created,
+                    config: &ctx.cfg,
+                    env: &result.env,
+                    records: &result.records,
+                };
+                self.unsigned.set(serde_json::to_string(&doc).ok());
                 self.run_error.set(format!(
                     "{e} The records are kept (checkpoint) and can be downloaded unsigned."
                 ));

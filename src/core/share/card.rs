@@ -310,16 +310,27 @@ pub fn digest_of(canonical: &[u8]) -> String {
 /// `client`, `summary`). The records are bound through the summary, which the viewer
 /// recomputes from them; leaving them out keeps the card check from hashing megabytes.
 pub fn report_digest(r: &Report) -> Result<String, ReportError> {
+    /// The digested members, borrowed (serialised to text once, not into a `Value` tree).
+    #[derive(Serialize)]
+    struct Digested<'a> {
+        tool: &'a report::Tool,
+        created: &'a str,
+        config: &'a RunConfig,
+        slo: &'a Option<crate::core::metrics::Slo>,
+        probes: &'a [crate::core::report::ProbeSnapshot],
+        client: &'a crate::core::metrics::ClientVerdict,
+        summary: &'a crate::core::metrics::Summary,
+    }
     let b = &r.body;
-    let v = serde_json::json!({
-        "tool": b.tool,
-        "created": b.created,
-        "config": b.config,
-        "slo": b.slo,
-        "probes": b.probes,
-        "client": b.client,
-        "summary": b.summary,
-    });
+    let v = Digested {
+        tool: &b.tool,
+        created: &b.created,
+        config: &b.config,
+        slo: &b.slo,
+        probes: &b.probes,
+        client: &b.client,
+        summary: &b.summary,
+    };
     Ok(digest_of(&sign::canonical_bytes(&v)?))
 }
 

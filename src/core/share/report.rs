@@ -331,10 +331,10 @@ impl Report {
         }
     }
 
-    /// The bytes its signature covers.
+    /// The bytes its signature covers: the canonical form of its JSON text without
+    /// `signature` (integers beyond 2^53 are refused by the canonicaliser).
     pub fn signed_bytes(&self) -> Result<Vec<u8>, ReportError> {
-        let v = serde_json::to_value(self).map_err(|e| ReportError::Json(e.to_string()))?;
-        signed_bytes_of_value(&v)
+        Ok(sign::canonical_doc(self, &["signature"])?.bytes)
     }
 
     /// Signs (or re-signs) the report, with a freshly signed card of its body.
@@ -699,8 +699,11 @@ fn recompute_unbudgeted(report: &Report) -> Result<Vec<Mismatch>, ReportError> {
     Ok(out)
 }
 
+/// `v` as a JSON tree, through its text: the wasm then holds one serialiser per type (to
+/// text), not a second one into `Value`.
 fn to_value<T: Serialize>(v: &T) -> Result<Value, ReportError> {
-    serde_json::to_value(v).map_err(|e| ReportError::Json(e.to_string()))
+    let text = serde_json::to_string(v).map_err(|e| ReportError::Json(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| ReportError::Json(e.to_string()))
 }
 
 #[cfg(test)]

@@ -558,11 +558,11 @@ impl PinId {
 /// The name a value has in the report and the form (its serde name, e.g. `ignore_eos`,
 /// `chunked_prefill`), for text shown to users — never a `Debug` rendering.
 pub fn wire_name<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
+    // Through its text, not `to_value`: one serialiser per type in the wasm.
+    let Ok(text) = serde_json::to_string(v) else {
+        return String::new();
+    };
+    serde_json::from_str::<String>(&text).unwrap_or(text)
 }
 
 #[cfg(test)]
