@@ -400,15 +400,15 @@ async fn probe(base: &str) -> Result<ProbeResult, String> {
     let snapshots = fetched
         .into_iter()
         .map(|(url, st)| {
-            let said: serde_json::Map<String, serde_json::Value> = fills
-                .iter()
-                .filter_map(|f| match &f.provenance {
-                    Provenance::Probed { url: u, field } if *u == url => {
-                        Some((field.clone(), f.text.clone().into()))
+            // Inserted one by one: collecting into a map would pull a sort into the wasm.
+            let mut said = serde_json::Map::new();
+            for f in &fills {
+                if let Provenance::Probed { url: u, field } = &f.provenance {
+                    if *u == url {
+                        said.insert(field.clone(), f.text.clone().into());
                     }
-                    _ => None,
-                })
-                .collect();
+                }
+            }
             ProbeSnapshot::new(&url, st, &serde_json::Value::Object(said).to_string())
         })
         .collect();

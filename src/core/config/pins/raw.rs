@@ -109,11 +109,15 @@ impl RawConfig {
     /// The non-empty fields as a JSON object `{field: text}`, for a shareable link. It holds
     /// only pins: the API key is not part of the configuration and never enters it.
     pub fn to_share_json(&self) -> String {
-        let map: BTreeMap<&str, &str> = Self::FIELDS
-            .iter()
-            .filter_map(|(name, _)| self.field(name).map(|f| (*name, f.text.trim())))
-            .filter(|(_, t)| !t.is_empty())
-            .collect();
+        // Inserted one by one: collecting into a map would pull a sort into the wasm.
+        let mut map = BTreeMap::new();
+        for (name, _) in Self::FIELDS {
+            if let Some(t) = self.field(name).map(|f| f.text.trim()) {
+                if !t.is_empty() {
+                    map.insert(*name, t);
+                }
+            }
+        }
         serde_json::to_string(&map).unwrap_or_default()
     }
 
