@@ -107,7 +107,16 @@ fn the_program_sorts_through_core_sort() {
         for statement in program.split(';') {
             let s: String = statement.split_whitespace().collect::<Vec<_>>().join(" ");
             let into_map = MAP_TYPES.iter().any(|t| {
-                s.contains(&format!(": {t}<")) && s.contains(".collect()")
+                // `let x: [path::]Map<…> = ….collect()`: the type is the let's annotation.
+                let annotated = s.rfind("let ").and_then(|i| {
+                    let (head, rhs) = s[i..].split_once(" = ")?;
+                    let ty = head.split_once(": ")?.1;
+                    Some(
+                        (ty.starts_with(&format!("{t}<")) || ty.contains(&format!("::{t}<")))
+                            && rhs.contains(".collect()"),
+                    )
+                });
+                annotated == Some(true)
                     || s.contains(&format!("collect::<{t}"))
                     || s.contains(&format!("{t}::from_iter("))
                     || s.contains(&format!("{t}::from(["))
