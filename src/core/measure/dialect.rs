@@ -4,6 +4,8 @@
 //! Chunk parsing is tolerant of fields it does not know (servers add many) and strict
 //! about the ones it reads: a field of the wrong type is a [`DialectError`].
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -59,8 +61,8 @@ pub struct RequestSpec {
     pub enforcement: LengthEnforcement,
     /// Sampling temperature, if sent.
     pub temperature: Option<f64>,
-    /// Other sampling fields sent verbatim (e.g. `top_p`, `seed`).
-    pub extra: Map<String, Value>,
+    /// Other sampling fields sent verbatim (e.g. `top_p`, `seed`): the sampling pin's map.
+    pub extra: BTreeMap<String, Value>,
     /// A unique prefix that defeats prefix caching (prepended to the prompt).
     pub nonce: Option<String>,
     /// Ask for usage at the end of the stream (`stream_options.include_usage`).
@@ -436,7 +438,7 @@ mod tests {
             max_tokens: 64,
             enforcement: LengthEnforcement::IgnoreEos,
             temperature: Some(0.0),
-            extra: Map::new(),
+            extra: BTreeMap::new(),
             nonce: Some("[n:1f] ".into()),
             include_usage: true,
             continuous_usage: false,

@@ -328,7 +328,7 @@ impl RunSession {
             max_tokens: output_tokens,
             enforcement: cfg.output_enforcement.value,
             temperature: Some(cfg.sampling.value.temperature),
-            extra: json_object(&cfg.sampling.value.extra),
+            extra: cfg.sampling.value.extra.clone(),
             nonce: None,
             include_usage: true,
             continuous_usage: self.continuous_usage,
@@ -503,18 +503,6 @@ impl RunSession {
         crate::core::sort::sort_by_key(&mut records, |r| r.index);
         records
     }
-}
-
-/// The sampling pin's extra fields as a JSON object, inserted one by one (collecting into
-/// a map would pull a sort into the wasm).
-fn json_object(
-    extra: &BTreeMap<String, serde_json::Value>,
-) -> serde_json::Map<String, serde_json::Value> {
-    let mut m = serde_json::Map::new();
-    for (k, v) in extra {
-        m.insert(k.clone(), v.clone());
-    }
-    m
 }
 
 fn seed_bytes(r: &mut Rng) -> [u8; 32] {
