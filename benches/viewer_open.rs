@@ -34,16 +34,16 @@ fn main() {
     lap("verify signature (JCS + Ed25519)", &mut rows);
     let opened = report::open_value(doc).expect("opens");
     lap("open: verify again + strict typed parse", &mut rows);
-    let mismatches = report::recompute(&opened.report).expect("recomputes");
+    let (figures, mismatches) = report::recompute_figured(&opened.report).expect("recomputes");
     lap("recompute every summary figure", &mut rows);
-    let c = card::check(&opened.report);
+    let c = card::check(&opened.report, Some(&figures));
     lap("card check", &mut rows);
-    let charts: Vec<String> = chart::report_charts(&opened.report, 0)
+    let charts: Vec<String> = chart::report_charts(&opened.report, &figures, 0)
         .iter()
         .map(chart::render_svg)
         .collect();
     lap("charts (geometry + SVG)", &mut rows);
-    let tr = view::translator(&opened.report, 0);
+    let tr = view::translator(&opened.report, &figures, 0);
     lap("metric translator", &mut rows);
     let origin = Instant::now();
     let mut clock = || origin.elapsed().as_micros() as u64;

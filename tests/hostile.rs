@@ -339,9 +339,8 @@ fn a_modified_file_is_never_compared_as_an_equal() {
     use pinbench::core::viewer::integrity;
     let text = fixture();
     let subject = |name: &str, t: &str| match open(name, t, &TrustedKeys::default()) {
-        Ok(Opened::Report(r)) => {
-            Subject::from_report(name, &r.report).with_integrity(integrity(&r))
-        }
+        Ok(Opened::Report(r)) => Subject::from_report(name, &r.report, r.figures.as_ref().ok())
+            .with_integrity(integrity(&r)),
         other => panic!("{other:?}"),
     };
     let a = subject("a.json", &text);

@@ -128,7 +128,8 @@ fn three_clients_merge_with_exact_histograms_on_one_clock() {
     assert_eq!(body.records.len(), 36);
     // The load and the request-count windows are the sum of the sources'.
     assert_eq!(body.config.load.value.steps_text(), "closed loop, c=6");
-    let step = &body.summary.steps[0];
+    let merged_figures = body.figures().expect("figures");
+    let step = &merged_figures.steps[0];
     assert_eq!(step.requests.measured, 24);
     // Every distribution is the exact merge of the sources' (HDR buckets, count, min,
     // max, mean), and counts are conserved.
@@ -136,7 +137,8 @@ fn three_clients_merge_with_exact_histograms_on_one_clock() {
     let mut tpot = Hist::new();
     let mut n = 0u64;
     for (_, o) in &sources {
-        let s = &o.report.body.summary.steps[0];
+        let figures = o.report.body.figures().expect("figures");
+        let s = &figures.steps[0];
         ttft.merge(&hist(&s.histograms.ttft_us)).expect("merges");
         tpot.merge(&hist(&s.histograms.tpot_us)).expect("merges");
         n += s.ttft_us.as_ref().expect("ttft").count;

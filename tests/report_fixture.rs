@@ -141,7 +141,8 @@ fn signed_fixture_is_current_and_verifies() {
         report::recompute(&opened.report).expect("recomputes"),
         vec![]
     );
-    let step = &opened.report.body.summary.steps[0];
+    let figures = opened.report.body.figures().expect("figures");
+    let step = &figures.steps[0];
     assert_eq!(step.requests.warmup, vec![0, 1]);
     assert_eq!(step.requests.cooldown, vec![8, 9]);
     assert_eq!(step.errors_by_kind.get("http_429"), Some(&1));
@@ -182,7 +183,8 @@ fn frozen_reports_stay_valid_with_their_cards() {
             "{file}: {:?}",
             opened.verification
         );
-        assert_eq!(card::check(&opened.report), want, "{file}");
+        let figures = opened.report.body.figures().expect("figures");
+        assert_eq!(card::check(&opened.report, Some(&figures)), want, "{file}");
         let c = opened.report.card.expect("card");
         assert!(matches!(c.verify(), Verification::Valid { .. }), "{file}");
         assert!(
@@ -204,7 +206,8 @@ fn two_phase_signing_equals_signing_at_once() {
     let mut once = base.clone();
     once.sign(&key).expect("signs");
     let mut twice = base;
-    let card = twice.card_to_sign().expect("card bytes");
+    let figures = twice.body.figures().expect("figures");
+    let card = twice.card_to_sign(&figures).expect("card bytes");
     twice.attach_card_signature(SignatureBlock::ed25519(&key.public_key(), &key.sign(&card)));
     let body = twice.signed_bytes().expect("bytes");
     twice.attach_signature(SignatureBlock::ed25519(&key.public_key(), &key.sign(&body)));

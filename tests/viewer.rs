@@ -70,6 +70,46 @@ fn signature_states() {
     assert!(o.sig.text().starts_with("invalid: modified"));
 }
 
+/// The figures the viewer shows are computed from the records; the file's stored
+/// summary is only compared with them. A signed file whose summary was changed before
+/// signing (or is not even a summary) still shows its records' figures, and says which
+/// stored figures differ.
+#[test]
+fn shown_figures_come_from_the_records_not_the_stored_summary() {
+    let honest = fixture_report();
+    let truth = figures(&honest);
+    let o = opened_report(FIXTURE, &TrustedKeys::default());
+    assert_eq!(o.figures.as_ref().expect("figures"), &truth);
+    let key = pinbench::core::sign::KeyPair::from_secret([7; 32]);
+    let p50 = truth.steps[0].ttft_us.expect("ttft").p50;
+    let mut doc: serde_json::Value = serde_json::from_str(FIXTURE).expect("json");
+    let inflated = {
+        let mut d = doc.clone();
+        d["body"]["summary"]["steps"][0]["ttft_us"]["p50"] = (p50 / 2).into();
+        d
+    };
+    doc["body"]["summary"] = serde_json::json!("fast");
+    for (name, d, paths) in [
+        ("a halved TTFT p50", inflated, vec!["summary.steps[0].ttft_us.p50"]),
+        ("a string", doc, vec!["summary"]),
+    ] {
+        let mut r: report::Report = serde_json::from_value(d).expect("opens");
+        r.sign(&key).expect("signs");
+        let o = opened_report(&r.to_json().expect("json"), &TrustedKeys::default());
+        assert_eq!(o.sig.id(), "unknown-key", "{name}: signed as it is");
+        assert_eq!(o.figures.as_ref().expect("figures"), &truth, "{name}");
+        let got: Vec<String> = o
+            .mismatches
+            .expect("recomputes")
+            .into_iter()
+            .map(|m| m.path)
+            .collect();
+        assert_eq!(got, paths, "{name}");
+        // The card signed with it shows the records' figures too.
+        assert_eq!(o.card, CardCheck::Matches, "{name}");
+    }
+}
+
 #[test]
 fn hostile_files_get_clear_errors() {
     let keys = TrustedKeys::default();
@@ -119,9 +159,19 @@ fn fixture_report() -> report::Report {
     report::open(FIXTURE).expect("opens").report
 }
 
+/// A report's figures, computed from its records.
+fn figures(r: &report::Report) -> pinbench::core::metrics::Summary {
+    r.body.figures().expect("figures")
+}
+
+/// A subject of a report, with its figures.
+fn subject(title: &str, r: &report::Report) -> Subject {
+    Subject::from_report(title, r, Some(&figures(r)))
+}
+
 #[test]
 fn compare_verdicts() {
-    let a = Subject::from_report("a", &fixture_report());
+    let a = subject("a", &fixture_report());
     let same = compare(&[a.clone(), a.clone()]);
     assert_eq!(
         same.verdict,
@@ -131,7 +181,7 @@ fn compare_verdicts() {
     );
     let mut r = fixture_report();
     r.body.config.load.value.steps = vec![LoadStep::Closed { concurrency: 4 }];
-    let b = Subject::from_report("b", &r);
+    let b = subject("b", &r);
     let c = compare(&[a.clone(), b]);
     let s = c.verdict.sentence();
     assert!(s.starts_with("not comparable: differs in load"), "{s}");
@@ -146,7 +196,7 @@ fn compare_verdicts() {
     // The endpoint differs between vendors by design: shown, not judged.
     let mut r = fixture_report();
     r.body.config.endpoint.base_url = "https://vendor.example".into();
-    let c = compare(&[a.clone(), Subject::from_report("v", &r)]);
+    let c = compare(&[a.clone(), subject("v", &r)]);
     assert_eq!(c.verdict, Verdict::Comparable);
     // A vLLM result leaves pins open: never comparable with a pinned report.
     let v = vllm();
@@ -284,12 +334,17 @@ fn card_link_round_trips_and_detects_tampering() {
     // A card moved onto another report's body does not match it.
     let mut other = fixture_report();
     other.body.created = "2030-01-01T00:00:00.000Z".into();
-    assert!(matches!(card::check(&other), CardCheck::Mismatch(_)));
-    assert_eq!(card::check(&fixture_report()), CardCheck::Matches);
+    assert!(matches!(
+        card::check(&other, Some(&figures(&other))),
+        CardCheck::Mismatch(_)
+    ));
+    let r = fixture_report();
+    assert_eq!(card::check(&r, Some(&figures(&r))), CardCheck::Matches);
+    // Without figures (records that cannot be summarised) the card is not vouched for.
+    assert!(matches!(card::check(&r, None), CardCheck::Mismatch(_)));
     // Changed records are caught through the summary they no longer support.
     let mut other = fixture_report();
     other.body.records[3].chunks[2].t_us += 1;
-    assert_eq!(card::check(&other), CardCheck::Matches);
     assert!(!report::recompute(&other).expect("recomputes").is_empty());
     let svg = card::card_svg(&c, "signature valid", card::Theme::Dark, "https://x/#card=");
     assert!(svg.starts_with("<svg") && svg.contains("pinbench-tiny"));
@@ -299,13 +354,13 @@ fn card_link_round_trips_and_detects_tampering() {
 fn hostile_text_never_becomes_markup() {
     let mut r = fixture_report();
     r.body.config.model.id.value = "<script>alert(1)</script><img src=x onerror=alert(2)>".into();
-    let c = Card::of(&r).expect("card");
+    let c = Card::of(&r, &figures(&r)).expect("card");
     let svg = card::card_svg(&c, "<b>x</b>", card::Theme::Light, "javascript:alert(3)");
     assert!(
         !svg.contains("<script") && !svg.contains("<img") && !svg.contains("<b>"),
         "{svg}"
     );
-    for ch in chart::report_charts(&r, 0) {
+    for ch in chart::report_charts(&r, &figures(&r), 0) {
         let s = chart::render_svg(&ch);
         assert!(!s.contains("<script"), "{}", ch.id);
     }
@@ -328,7 +383,7 @@ fn csv_has_one_row_per_request() {
 #[test]
 fn charts_and_translator_cover_the_report() {
     let r = fixture_report();
-    let ids: Vec<String> = chart::report_charts(&r, 0)
+    let ids: Vec<String> = chart::report_charts(&r, &figures(&r), 0)
         .into_iter()
         .map(|c| c.id)
         .collect();
@@ -345,7 +400,7 @@ fn charts_and_translator_cover_the_report() {
             "decode-slowdown"
         ]
     );
-    let t = view::translator(&r, 0);
+    let t = view::translator(&r, &figures(&r), 0);
     assert_eq!(t.len(), 6);
     for row in &t {
         assert_eq!(row.cells.len(), 7);
@@ -381,7 +436,8 @@ fn charts_and_translator_cover_the_report() {
     let ttft = &t[0].cells;
     let (p, a) = (ttft[0].value.unwrap_or(0.0), ttft[2].value.unwrap_or(0.0));
     assert!((p - a).abs() < 0.01, "{p} vs {a}");
-    let figures = view::headline(&r.body.summary.steps[0]);
+    let summary = figures(&r);
+    let figures = view::headline(&summary.steps[0]);
     assert!(figures.iter().all(|f| !f.window.is_empty()));
     // Every number links to its definition, whose scope is the figure's.
     for f in &figures {

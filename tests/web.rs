@@ -109,14 +109,15 @@ async fn the_browser_key_is_non_extractable_webcrypto_and_signs_valid_reports() 
     let s = signer().await.expect("a signer");
     assert!(matches!(s, Signer::WebCrypto { .. }), "{}", s.where_kept());
     let mut r = report::open(SIGNED).expect("opens").report;
-    s.sign_report(&mut r).await.expect("signs");
+    let figures = r.body.figures().expect("figures");
+    s.sign_report(&mut r, &figures).await.expect("signs");
     let opened = report::open(&r.to_json().expect("json")).expect("opens");
     match opened.verification {
         Verification::Valid { key_id, .. } => assert_eq!(key_id, s.key_id()),
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        pinbench::core::card::check(&opened.report),
+        pinbench::core::card::check(&opened.report, Some(&figures)),
         pinbench::core::card::CardCheck::Matches
     );
     // Asked again, the same key (kept in IndexedDB).

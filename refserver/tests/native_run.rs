@@ -99,7 +99,8 @@ fn native_run_over_h2_matches_the_truth() {
         .records
         .iter()
         .all(|x| x.output_tokens() == 32 && x.chunk_tokens() == 32));
-    let step = &b.summary.steps[0];
+    let figures = b.figures().expect("figures");
+    let step = &figures.steps[0];
     assert_eq!(
         step.prompt_len.exact, step.prompt_len.known,
         "exact prompt lengths: {:?}",
@@ -161,7 +162,8 @@ fn native_run_over_http1_opens_a_connection_per_stream() {
         .records
         .iter()
         .all(|x| x.outcome.is_ok() && x.protocol.as_deref() == Some("http/1.1")));
-    let c = &b.summary.steps[0].concurrency;
+    let figures = b.figures().expect("figures");
+    let c = &figures.steps[0].concurrency;
     assert_eq!(c.achieved_max, 4, "4 streams on the wire at once: {c:?}");
 }
 
@@ -219,7 +221,8 @@ fn prompt_lengths_are_exact_with_bos_and_chat_template() {
                 .map(|x| x.usage.map_or(0, |u| u.prompt_tokens))
                 .collect();
             assert_eq!(got, vec![u64::from(tokens); 3], "{dialect} {tokens}");
-            let step = &r.body.summary.steps[0];
+            let figures = r.body.figures().expect("figures");
+            let step = &figures.steps[0];
             assert_eq!((step.prompt_len.exact, step.prompt_len.known), (3, 3));
         }
     }

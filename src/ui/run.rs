@@ -11,7 +11,7 @@ use crate::core::live::LiveSeries;
 use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{self, wire_name, FitInputs, Provenance, RawConfig, RawField, RunConfig};
 use crate::core::probe;
-use crate::core::report::{Checkpoint, ProbeSnapshot, Report, ReportBody};
+use crate::core::report::{Checkpoint, FiguredReport, ProbeSnapshot, Report, ReportBody};
 use crate::core::session::Progress;
 use crate::core::sign::KeyPair;
 use crate::web::host::{BrowserHost, HostSink, LagMonitor, RunRequest, RunResult, LAG_PROBE_MS};
@@ -171,7 +171,7 @@ impl RunContext {
 struct RunSinks {
     ctx: Rc<RunContext>,
     progress: RwSignal<Progress>,
-    report: RwSignal<Option<Report>>,
+    report: RwSignal<Option<FiguredReport>>,
     unsigned: RwSignal<Option<String>>,
     run_error: RwSignal<String>,
     running: RwSignal<bool>,
@@ -239,7 +239,7 @@ impl RunSinks {
         ctx.listen(false);
         let page_lag = self.show_page_lag();
         self.page_lag.set_value(None);
-        let built = ReportBody::build(
+        let built = ReportBody::build_figured(
             ctx.created.clone(),
             ctx.cfg.clone(),
             ctx.slo,
@@ -248,14 +248,17 @@ impl RunSinks {
             result.records.clone(),
         )
         .map_err(|e| format!("Could not build the report: {e}"))
-        .map(Report::new);
+        .map(|(body, figures)| FiguredReport {
+            report: Report::new(body),
+            figures,
+        });
         // Signing may wait on WebCrypto: the rest happens when it answers.
         let me = self.clone();
         spawn_local(async move {
             let signed = match built {
                 Ok(mut r) => match keystore::signer().await {
                     Ok(s) => s
-                        .sign_report(&mut r)
+                        .sign_report(&mut r.report, &r.figures)
                         .await
                         .map(|()| r)
                         .map_err(|e| format!("Could not sign the report: {e}")),
@@ -270,7 +273,7 @@ impl RunSinks {
     /// The end of a run once its report is signed (or could not be).
     fn on_signed(
         &self,
-        built: Result<Report, String>,
+        built: Result<FiguredReport, String>,
         result: RunResult,
         page_lag: Option<(u64, u64)>,
     ) {
@@ -278,7 +281,7 @@ impl RunSinks {
         match built {
             Ok(r) => {
                 remove_checkpoint(&ctx.key);
-                if let (Some(url), Ok(text)) = (&self.collect, r.to_json()) {
+                if let (Some(url), Ok(text)) = (&self.collect, r.report.to_json()) {
                     // The page's own event-loop lag during the run travels beside it.
                     let (p99, max) = page_lag.unwrap_or((0, 0));
                     post_to_collector(
@@ -648,7 +651,7 @@ pub fn RunPage() -> impl IntoView {
     let cert_help = RwSignal::new(None::<String>);
     let running = RwSignal::new(false);
     let progress = RwSignal::new(Progress::default());
-    let report = RwSignal::new(None::<Report>);
+    let report = RwSignal::new(None::<FiguredReport>);
     let slo_fields = RwSignal::new((String::new(), String::new(), String::new()));
     // What the last probe read, kept in the report beside the pins it filled.
     let probes = RwSignal::new(Vec::<ProbeSnapshot>::new());
@@ -902,12 +905,17 @@ pub fn RunPage() -> impl IntoView {
         let Some((_, cp)) = interrupted.get_untracked() else {
             return;
         };
-        match cp.into_body() {
-            Ok(body) => {
-                let mut r = Report::new(body);
+        match cp.into_body().and_then(|body| {
+            let figures = body.figures()?;
+            Ok(FiguredReport {
+                report: Report::new(body),
+                figures,
+            })
+        }) {
+            Ok(mut r) => {
                 spawn_local(async move {
                     let signed = match keystore::signer().await {
-                        Ok(s) => s.sign_report(&mut r).await,
+                        Ok(s) => s.sign_report(&mut r.report, &r.figures).await,
                         Err(e) => Err(e),
                     };
                     match signed {
@@ -944,7 +952,7 @@ pub fn RunPage() -> impl IntoView {
     };
     let on_download = move |_| {
         if let Some(r) = report.get_untracked() {
-            match r.to_json() {
+            match r.report.to_json() {
                 Ok(text) => {
                     if let Err(e) = web::download("pinbench-report.json", "application/json", &text)
                     {
@@ -986,7 +994,7 @@ pub fn RunPage() -> impl IntoView {
                 return;
             };
             rerun_of.set(None);
-            let Ok(text) = done.to_json() else {
+            let Ok(text) = done.report.to_json() else {
                 return;
             };
             if lib
@@ -1370,13 +1378,13 @@ fn duration_text(s: u64) -> String {
 }
 
 fn results_view(
-    r: &Report,
+    r: &FiguredReport,
     on_download: impl Fn(leptos::ev::MouseEvent) + 'static,
 ) -> impl IntoView {
     // The same rendering as the viewer's (one report rendering for both screens).
     view! {
         <section class="results" data-testid="results" aria-label="Results">
-            <div data-testid="result-charts">{super::viewer::report_body(r)}</div>
+            <div data-testid="result-charts">{super::viewer::report_body(&r.report, Ok(&r.figures))}</div>
             <button data-testid="download-report" on:click=on_download>"Download signed report"</button>
         </section>
     }

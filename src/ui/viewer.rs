@@ -36,7 +36,8 @@ impl Entry {
     pub fn subject(&self) -> Subject {
         match &*self.opened {
             Opened::Report(r) => {
-                Subject::from_report(&self.title, &r.report).with_integrity(viewer::integrity(r))
+                Subject::from_report(&self.title, &r.report, r.figures.as_ref().ok())
+                    .with_integrity(viewer::integrity(r))
             }
             Opened::Imported(i) => i.subject.clone(),
         }
@@ -561,7 +562,10 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
             set_copy_msg.set(err);
         }
     };
-    let card_for_svg = r.card.clone().or_else(|| Card::of(r).ok());
+    let card_for_svg = r.card.clone().or_else(|| {
+        let figures = o.figures.as_ref().ok()?;
+        Card::of(r, figures).ok()
+    });
     let verification = o.verification.clone();
     let trusted_name = match &sig {
         SigState::Trusted { name, .. } => Some(name.clone()),
@@ -626,7 +630,7 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
                 <button type="button" class="btn btn--primary" data-testid="rerun" on:click=rerun>"Run these pins against my endpoint"</button>
                 " The Run screen opens with this report's workload pins; your endpoint, key and its server pins are yours to probe or type. When the run ends, Compare opens with both."
             </p>
-            {report_body(r)}
+            {report_body(r, o.figures.as_ref().map_err(String::as_str))}
             <section class="share" aria-label="Share">
                 <button data-testid="download-csv" on:click=csv>"Download records as CSV"</button>
                 <label>" Card theme "
@@ -649,8 +653,12 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
 /// step's headline figures (per-stream or aggregate, with their window), open-loop
 /// figures and charts, the sweep, the metric translator and the first records. The one
 /// rendering of a report: the viewer shows it under the signature checks, the Run screen
-/// as its results.
-pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
+/// as its results. The figures are `figures`, computed from the records (`Err` says why
+/// they cannot be).
+pub fn report_body(
+    r: &crate::core::report::Report,
+    figures: Result<&crate::core::metrics::Summary, &str>,
+) -> impl IntoView {
     let b = &r.body;
     let verdict = if b.client.invalid {
         "INVALID: the client limited this run"
@@ -663,12 +671,15 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
         .host
         .map(|h| h.label())
         .unwrap_or("not recorded");
-    let steps = b
-        .summary
-        .steps
-        .iter()
+    let summary = figures.ok();
+    let no_figures = figures.err().map(|why| {
+        view! {
+            <p class="run__error" data-testid="no-figures" role="alert">{format!("No figures: they cannot be computed from this file's records ({why}).")}</p>
+        }
+    });
+    let steps = summary.map(|f| f.steps.iter()
         .map(|s| {
-            let charts: Vec<(String, String)> = chart::report_charts(r, s.step)
+            let charts: Vec<(String, String)> = chart::report_charts(r, f, s.step)
                 .into_iter()
                 .filter(|c| c.id != "sweep")
                 .map(|c| (c.id.clone(), chart::render_svg(&c)))
@@ -688,12 +699,14 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
                 </section>
             }
         })
-        .collect_view();
-    let sweep = (b.summary.steps.len() > 1).then(|| {
-        let svg = chart::render_svg(&chart::sweep_chart(r));
+        .collect_view());
+    let sweep = summary.filter(|f| f.steps.len() > 1).map(|f| {
+        let svg = chart::render_svg(&chart::sweep_chart(f));
         view! { <figure class="chart-box" data-testid="figure-chart-sweep" inner_html=svg></figure> }
     });
-    let translator = view::translator(r, 0);
+    let translator = summary
+        .map(|f| view::translator(r, f, 0))
+        .unwrap_or_default();
     let records: Vec<_> = b.records.iter().take(50).cloned().collect();
     let total = b.records.len();
     let pins_line = super::run::pins_line(&b.config);
@@ -704,6 +717,7 @@ pub fn report_body(r: &crate::core::report::Report) -> impl IntoView {
             <p data-testid="run-host">{format!("Measured by: {host}")}</p>
             <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
             <p class="results__pins" data-testid="report-pins-line">{pins_line}</p>
+            {no_figures}
             {steps}
             {sweep}
             {ttft_split_table(r)}

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::core::histogram::Hist;
-use crate::core::metrics::{in_flight_timeline, StepSummary};
+use crate::core::metrics::{in_flight_timeline, StepSummary, Summary};
 use crate::core::record::RequestRecord;
 use crate::core::report::Report;
 
@@ -493,15 +493,15 @@ pub fn downsample_max(tl: &[(u64, u32, u32)], t0: u64, end: u64, bins: usize) ->
 /// Every chart of one load step of a report. Distributions come from the step's HDR
 /// histograms (which recomputation checks against the records); time series from the
 /// records.
-pub fn report_charts(report: &Report, step: u32) -> Vec<Chart> {
+pub fn report_charts(report: &Report, figures: &Summary, step: u32) -> Vec<Chart> {
     let b = &report.body;
-    let Some(s) = b.summary.steps.iter().find(|s| s.step == step) else {
+    let Some(s) = figures.steps.iter().find(|s| s.step == step) else {
         return Vec::new();
     };
     let step_recs: Vec<&RequestRecord> = b.records.iter().filter(|r| r.step == step).collect();
     let mut charts = step_charts(s, &step_recs);
-    if b.summary.steps.len() > 1 {
-        charts.push(sweep_chart(report));
+    if figures.steps.len() > 1 {
+        charts.push(sweep_chart(figures));
     }
     charts
 }
@@ -707,10 +707,8 @@ pub fn time_charts(
 
 /// The sweep curve: per-stream decode tok/s (p50) against aggregate tok/s, one point per
 /// step (the throughput-vs-interactivity frontier).
-pub fn sweep_chart(report: &Report) -> Chart {
-    let points = report
-        .body
-        .summary
+pub fn sweep_chart(figures: &Summary) -> Chart {
+    let points = figures
         .steps
         .iter()
         .filter_map(|s| {

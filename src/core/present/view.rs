@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::core::metrics::{self, classify, request_metrics, Phase, StepSummary};
+use crate::core::metrics::{self, classify, request_metrics, Phase, StepSummary, Summary};
 use crate::core::pins::{milli, wire_name, PinId, Provenance, RunConfig};
 use crate::core::record::RequestRecord;
 use crate::core::report::Report;
@@ -485,7 +485,7 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
 /// and MLPerf (server scenario) definitions,
 /// computed from the records (measured window for tools with warm-up exclusion, every
 /// completed request of the step for those without).
-pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
+pub fn translator<'a>(report: &'a Report, figures: &Summary, step: u32) -> Vec<TranslatorRow> {
     // Per-request figures, computed once: (record, TTFT ms, E2E ms).
     type Row<'a> = (&'a RequestRecord, Option<f64>, Option<f64>);
     let rows = |recs: Vec<&'a RequestRecord>| -> Vec<Row<'a>> {
@@ -529,7 +529,7 @@ pub fn translator<'a>(report: &'a Report, step: u32) -> Vec<TranslatorRow> {
         let tokens: f64 = rs.iter().map(n_out).sum();
         (end > start).then(|| tokens / ((end - start) as f64 / 1e6))
     };
-    let s = report.body.summary.steps.iter().find(|x| x.step == step);
+    let s = figures.steps.iter().find(|x| x.step == step);
     let pin_tpot = s.and_then(|s| s.tpot_us).map(|d| d.mean as f64 / 1000.0);
     let pin_ttft = s.and_then(|s| s.ttft_us).map(|d| d.mean as f64 / 1000.0);
     let pin_gap = s
@@ -675,7 +675,7 @@ pub fn records_csv(report: &Report) -> String {
     let mut out = String::with_capacity(report.body.records.len() * 96);
     out.push_str(CSV_HEADER);
     out.push('\n');
-    let steps = report.body.summary.steps.len().max(1) as u32;
+    let steps = report.body.config.load.value.steps.len().max(1) as u32;
     for step in 0..steps {
         let mut recs: Vec<&RequestRecord> = report
             .body

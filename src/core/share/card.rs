@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::core::chart::escape;
-use crate::core::metrics::{Dist, Windows};
+use crate::core::metrics::{Dist, Summary, Windows};
 use crate::core::pins::{LoadStep, RunConfig};
 use crate::core::report::{self, Report, ReportError, SignatureBlock, Verification};
 use crate::core::sign::{self, KeyPair};
@@ -319,7 +319,7 @@ pub fn report_digest(r: &Report) -> Result<String, ReportError> {
         slo: &'a Option<crate::core::metrics::Slo>,
         probes: &'a [crate::core::report::ProbeSnapshot],
         client: &'a crate::core::metrics::ClientVerdict,
-        summary: &'a crate::core::metrics::Summary,
+        summary: &'a report::StoredSummary,
     }
     let b = &r.body;
     let v = Digested {
@@ -343,15 +343,16 @@ fn item(label: &str, value: String) -> Item {
 }
 
 impl Card {
-    /// The card of a report (unsigned).
-    pub fn of(r: &Report) -> Result<Card, ReportError> {
-        Ok(Self::with_digest(r, report_digest(r)?))
+    /// The card of a report (unsigned), showing `figures`: the report's figures as
+    /// computed from its records ([`crate::core::report::ReportBody::figures`]).
+    pub fn of(r: &Report, figures: &Summary) -> Result<Card, ReportError> {
+        Ok(Self::with_digest(r, figures, report_digest(r)?))
     }
 
     /// The card of a report whose [`report_digest`] is already known.
-    pub fn with_digest(r: &Report, report_digest: String) -> Card {
+    pub fn with_digest(r: &Report, figures: &Summary, report_digest: String) -> Card {
         let b = &r.body;
-        let step = b.summary.steps.first();
+        let step = figures.steps.first();
         Card {
             schema: CARD_SCHEMA.into(),
             body: CardBody::Typed(Box::new(TypedBody {
@@ -360,7 +361,7 @@ impl Card {
                 config: b.config.clone(),
                 step: step.map_or_else(|| CardStep::planned(&b.config), |s| card_step!(s)),
                 client_invalid: b.client.invalid,
-                steps: b.summary.steps.len() as u32,
+                steps: figures.steps.len() as u32,
                 records: b.records.len() as u32,
                 notes: b.notes.clone(),
             })),
@@ -466,8 +467,9 @@ pub enum CardCheck {
     Mismatch(String),
 }
 
-/// Checks a report's card against the report.
-pub fn check(r: &Report) -> CardCheck {
+/// Checks a report's card against the report, whose figures computed from its records
+/// are `figures` (`None` when they cannot be computed).
+pub fn check(r: &Report, figures: Option<&Summary>) -> CardCheck {
     let Some(card) = &r.card else {
         return CardCheck::Absent;
     };
@@ -491,7 +493,12 @@ pub fn check(r: &Report) -> CardCheck {
     if matches!(card.body, CardBody::Legacy(_)) {
         return CardCheck::Legacy;
     }
-    if Card::with_digest(r, digest).body != card.body {
+    let Some(figures) = figures else {
+        return CardCheck::Mismatch(
+            "the report's figures cannot be computed from its records, so the card's cannot be checked".into(),
+        );
+    };
+    if Card::with_digest(r, figures, digest).body != card.body {
         return CardCheck::Mismatch("the card's figures differ from the report's".into());
     }
     CardCheck::Matches
@@ -919,7 +926,8 @@ mod tests {
         for (name, text) in REPORTS {
             let opened = report::open(text).expect("opens");
             let view = view_of_report(text, &none, "app/".into()).expect(name);
-            let want = Card::of(&opened.report).expect("derives");
+            let figures = opened.report.body.figures().expect("figures");
+            let want = Card::of(&opened.report, &figures).expect("derives");
             assert_eq!(view.card.body, want.body, "{name}");
             assert_eq!(
                 view.state,
@@ -941,7 +949,7 @@ mod tests {
     fn a_modified_hosted_report_says_so() {
         let (_, text) = REPORTS[0];
         let opened = report::open(text).expect("opens");
-        let ttft = opened.report.body.summary.steps[0]
+        let ttft = opened.report.body.figures().expect("figures").steps[0]
             .ttft_us
             .expect("ttft")
             .p50;

@@ -4,6 +4,7 @@
 //! that shapes the numbers is pinned in both and equal (measured mean lengths within
 //! [`LENGTH_TOLERANCE`]).
 
+use crate::core::metrics::Summary;
 use crate::core::pins::PinId;
 use crate::core::report::Report;
 use crate::core::view::{self, PinRow, PinStatus};
@@ -100,13 +101,15 @@ impl Integrity {
 }
 
 impl Subject {
-    /// A subject from a pinbench report.
-    pub fn from_report(title: &str, r: &Report) -> Self {
+    /// A subject from a pinbench report whose figures, computed from its records, are
+    /// `figures` (`None` when they cannot be computed: the subject then has no numbers).
+    pub fn from_report(title: &str, r: &Report, figures: Option<&Summary>) -> Self {
+        let steps = figures.map_or(&[][..], |f| &f.steps[..]);
         let pins = view::pin_rows(&r.body.config);
         let (mut pt, mut ot, mut n) = (0u64, 0u64, 0u64);
         let mut numbers = Vec::new();
-        let multi = r.body.summary.steps.len() > 1;
-        for s in &r.body.summary.steps {
+        let multi = steps.len() > 1;
+        for s in steps {
             for rec in view::measured_ok(r, s.step) {
                 if let Some(u) = rec.usage {
                     pt += u.prompt_tokens;

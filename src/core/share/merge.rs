@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::core::compare::{compare, Subject, Verdict};
-use crate::core::metrics::{rate_milli, ClientEnv};
+use crate::core::metrics::{rate_milli, ClientEnv, Summary};
 use crate::core::pins::{LoadStep, Span};
 use crate::core::record::RequestRecord;
 use crate::core::report::{Opened, ReportBody, ReportError, Verification};
@@ -59,6 +59,14 @@ pub enum MergeError {
         /// The source.
         title: String,
         /// What is wrong.
+        why: String,
+    },
+    /// A source's figures cannot be computed from its records.
+    #[error("{title}: its figures cannot be computed from its records ({why})")]
+    Figures {
+        /// The source.
+        title: String,
+        /// Why.
         why: String,
     },
     /// A source has no wall-clock anchor (made before merging existed).
@@ -135,9 +143,20 @@ pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody
             return Err(MergeError::Sweep(title.clone()));
         }
     }
+    // Each source's figures, computed from its records (its stored summary is not read).
+    let figures: Vec<Summary> = sources
+        .iter()
+        .map(|(title, o)| {
+            o.report.body.figures().map_err(|e| MergeError::Figures {
+                title: title.clone(),
+                why: e.to_string(),
+            })
+        })
+        .collect::<Result<_, _>>()?;
     let subjects: Vec<Subject> = sources
         .iter()
-        .map(|(t, o)| Subject::from_report(t, &o.report))
+        .zip(&figures)
+        .map(|((t, o), f)| Subject::from_report(t, &o.report, Some(f)))
         .collect();
     let verdict = compare(&subjects).verdict;
     if verdict != Verdict::Comparable {
@@ -158,12 +177,9 @@ pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody
 
     // Each source's measured window on the merged clock, and their intersection.
     let mut windows = Vec::new();
-    for ((title, o), epoch) in sources.iter().zip(&epochs) {
+    for (((title, _), f), epoch) in sources.iter().zip(&figures).zip(&epochs) {
         let dt = epoch - base;
-        let w = o
-            .report
-            .body
-            .summary
+        let w = f
             .steps
             .first()
             .and_then(|s| s.windows.measured)

@@ -136,8 +136,9 @@ pub struct ReportBody {
     pub client: ClientVerdict,
     /// Every request.
     pub records: Vec<RequestRecord>,
-    /// Every figure, computed from the records.
-    pub summary: Summary,
+    /// Every figure, computed from the records when the report was written, kept as the
+    /// file states it (see [`StoredSummary`]).
+    pub summary: StoredSummary,
     /// What a reader must know that the figures do not say (e.g. the run was interrupted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -156,10 +157,22 @@ impl ReportBody {
         env: ClientEnv,
         records: Vec<RequestRecord>,
     ) -> Result<Self, ReportError> {
+        Self::build_figured(created, config, slo, probes, env, records).map(|(body, _)| body)
+    }
+
+    /// [`Self::build`], with the figures it computed (typed, for showing them).
+    pub fn build_figured(
+        created: String,
+        config: RunConfig,
+        slo: Option<Slo>,
+        probes: Vec<ProbeSnapshot>,
+        env: ClientEnv,
+        records: Vec<RequestRecord>,
+    ) -> Result<(Self, Summary), ReportError> {
         let summary = metrics::summarize(&records, &MetricsPlan::from_config(&config, slo))?;
         let cleartext = config.endpoint.base_url.starts_with("http://");
         let client = metrics::client_verdict(&records, &summary, env, cleartext);
-        Ok(Self {
+        let body = Self {
             tool: Tool::this(),
             created,
             config,
@@ -167,10 +180,58 @@ impl ReportBody {
             probes,
             client,
             records,
-            summary,
+            summary: StoredSummary::of(&summary)?,
             notes: Vec::new(),
             merged: None,
-        })
+        };
+        Ok((body, summary))
+    }
+
+    /// Every figure, computed from the records (what the viewer shows: the stored summary
+    /// is only compared with it, by [`recompute`]).
+    pub fn figures(&self) -> Result<Summary, ReportError> {
+        Ok(metrics::summarize(
+            &self.records,
+            &MetricsPlan::from_config(&self.config, self.slo),
+        )?)
+    }
+}
+
+/// A report with its figures computed from its records (what a page shows of it).
+#[derive(Clone, Debug)]
+pub struct FiguredReport {
+    /// The document.
+    pub report: Report,
+    /// [`ReportBody::figures`] of its body.
+    pub figures: Summary,
+}
+
+/// A report's summary as its file states it: the JSON text, kept verbatim and never read
+/// into typed figures. Nothing a reader sees comes from it: the viewer shows the figures
+/// computed from the records ([`ReportBody::figures`]), and [`recompute`] lists where the
+/// stored text differs from them. (It is signed like the rest of the body; reading it
+/// into types only to compare it would add a second parser of every figure's type.)
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct StoredSummary(Box<serde_json::value::RawValue>);
+
+impl StoredSummary {
+    /// The stored form of computed figures.
+    pub fn of(summary: &Summary) -> Result<Self, ReportError> {
+        serde_json::value::to_raw_value(summary)
+            .map(StoredSummary)
+            .map_err(|e| ReportError::Json(e.to_string()))
+    }
+
+    /// The JSON text, as the file has it.
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for StoredSummary {
+    fn eq(&self, other: &Self) -> bool {
+        self.text() == other.text()
     }
 }
 
@@ -340,7 +401,8 @@ impl Report {
     /// Signs (or re-signs) the report, with a freshly signed card of its body.
     pub fn sign(&mut self, key: &KeyPair) -> Result<(), ReportError> {
         let pk = key.public_key();
-        let card = self.card_to_sign()?;
+        let figures = self.body.figures()?;
+        let card = self.card_to_sign(&figures)?;
         self.attach_card_signature(SignatureBlock::ed25519(&pk, &key.sign(&card)));
         let body = self.signed_bytes()?;
         self.attach_signature(SignatureBlock::ed25519(&pk, &key.sign(&body)));
@@ -349,11 +411,12 @@ impl Report {
 
     /// Signing in two phases, for a signer that answers later (a non-extractable
     /// WebCrypto key): puts a fresh unsigned card of the body in the report and returns
-    /// the bytes its signature covers. Then [`Self::attach_card_signature`],
+    /// the bytes its signature covers (the card shows `figures`, the body's
+    /// [`ReportBody::figures`]). Then [`Self::attach_card_signature`],
     /// [`Self::signed_bytes`] and [`Self::attach_signature`], in that order.
-    pub fn card_to_sign(&mut self) -> Result<Vec<u8>, ReportError> {
+    pub fn card_to_sign(&mut self, figures: &Summary) -> Result<Vec<u8>, ReportError> {
         self.signature = None;
-        let card = Card::of(self)?;
+        let card = Card::of(self, figures)?;
         let bytes = card.signing_bytes()?;
         self.card = Some(card);
         Ok(bytes)
@@ -569,7 +632,8 @@ fn open_unbudgeted(text: &str) -> Result<Opened, ReportError> {
 pub fn schema_of(canonical: &sign::CanonicalDoc) -> Option<String> {
     canonical
         .member("schema")
-        .and_then(|b| serde_json::from_slice::<String>(b).ok())
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .and_then(|t| serde_json::from_str::<String>(t).ok())
 }
 
 /// Opens a report whose canonical form was computed from its text
@@ -675,28 +739,30 @@ fn diff(path: &str, stored: &Value, fresh: &Value, out: &mut Vec<Mismatch>) {
 
 /// Recomputes the summary and client verdict from the records; returns every mismatch.
 pub fn recompute(report: &Report) -> Result<Vec<Mismatch>, ReportError> {
+    recompute_figured(report).map(|(_, mismatches)| mismatches)
+}
+
+/// [`recompute`], with the figures computed from the records (what a viewer shows).
+pub fn recompute_figured(report: &Report) -> Result<(Summary, Vec<Mismatch>), ReportError> {
     crate::core::budget::with(crate::core::budget::REPORT, || recompute_unbudgeted(report))
 }
 
-fn recompute_unbudgeted(report: &Report) -> Result<Vec<Mismatch>, ReportError> {
+fn recompute_unbudgeted(report: &Report) -> Result<(Summary, Vec<Mismatch>), ReportError> {
     let b = &report.body;
-    let summary = metrics::summarize(&b.records, &MetricsPlan::from_config(&b.config, b.slo))?;
+    let summary = b.figures()?;
     let cleartext = b.config.endpoint.base_url.starts_with("http://");
     let client = metrics::client_verdict(&b.records, &summary, b.client.env, cleartext);
     let mut out = Vec::new();
-    diff(
-        "summary",
-        &to_value(&b.summary)?,
-        &to_value(&summary)?,
-        &mut out,
-    );
+    let stored: Value =
+        serde_json::from_str(b.summary.text()).map_err(|e| ReportError::Json(e.to_string()))?;
+    diff("summary", &stored, &to_value(&summary)?, &mut out);
     diff(
         "client",
         &to_value(&b.client)?,
         &to_value(&client)?,
         &mut out,
     );
-    Ok(out)
+    Ok((summary, out))
 }
 
 /// `v` as a JSON tree, through its text: the wasm then holds one serialiser per type (to
@@ -803,7 +869,8 @@ pub(crate) mod tests {
         );
         assert_eq!(opened.report, rep);
         assert_eq!(recompute(&opened.report).expect("recompute"), vec![]);
-        let s = &rep.body.summary.steps[0];
+        let figures = rep.body.figures().expect("figures");
+        let s = &figures.steps[0];
         assert_eq!(s.requests.warmup, vec![0]);
         assert_eq!(s.requests.cooldown, vec![5]);
         assert_eq!(s.output_len.exact, 4);
@@ -832,11 +899,7 @@ pub(crate) mod tests {
     fn any_changed_byte_of_the_file_is_caught() {
         let mut rep = sample_report();
         rep.body.records.truncate(2);
-        rep.body.summary = metrics::summarize(
-            &rep.body.records,
-            &MetricsPlan::from_config(&rep.body.config, rep.body.slo),
-        )
-        .expect("s");
+        rep.body.summary = StoredSummary::of(&rep.body.figures().expect("s")).expect("stored");
         rep.sign(&KeyPair::from_secret([5; 32])).expect("sign");
         let text = serde_json::to_string(&rep).expect("compact");
         let original: Value = serde_json::from_str(&text).expect("v");

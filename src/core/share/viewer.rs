@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::core::card::{self, CardCheck};
 use crate::core::import::{self, ImportError, Imported};
 use crate::core::jcs;
+use crate::core::metrics::Summary;
 use crate::core::report::{self, Mismatch, Report, ReportError, Verification};
 use crate::core::sign;
 
@@ -199,6 +200,9 @@ pub struct OpenedReport {
     pub sig: SigState,
     /// Figures that differ from their recomputation (`Err` when recomputation failed).
     pub mismatches: Result<Vec<Mismatch>, String>,
+    /// The figures computed from the records: what the viewer shows (`Err` when they
+    /// cannot be computed). The file's stored summary is only compared with them.
+    pub figures: Result<Summary, String>,
     /// The card's binding.
     pub card: CardCheck,
 }
@@ -302,15 +306,19 @@ pub fn open_timed(
             }
         };
         let sig = SigState::of(&o.verification, trusted);
-        let mismatches = report::recompute(&o.report).map_err(|e| e.to_string());
+        let (figures, mismatches) = match report::recompute_figured(&o.report) {
+            Ok((figures, mismatches)) => (Ok(figures), Ok(mismatches)),
+            Err(e) => (Err(e.to_string()), Err(e.to_string())),
+        };
         lap("recompute", &mut timings);
-        let card = card::check(&o.report);
+        let card = card::check(&o.report, figures.as_ref().ok());
         lap("card", &mut timings);
         Ok(Opened::Report(Box::new(OpenedReport {
             report: o.report,
             verification: o.verification,
             sig,
             mismatches,
+            figures,
             card,
         })))
     });
