@@ -90,7 +90,11 @@ fn shown_figures_come_from_the_records_not_the_stored_summary() {
     };
     doc["body"]["summary"] = serde_json::json!("fast");
     for (name, d, paths) in [
-        ("a halved TTFT p50", inflated, vec!["summary.steps[0].ttft_us.p50"]),
+        (
+            "a halved TTFT p50",
+            inflated,
+            vec!["summary.steps[0].ttft_us.p50"],
+        ),
         ("a string", doc, vec!["summary"]),
     ] {
         let mut r: report::Report = serde_json::from_value(d).expect("opens");

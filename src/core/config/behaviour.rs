@@ -125,6 +125,16 @@ pub enum BatchingVerdict {
     Unclear,
 }
 
+/// How far before A's end B's first token must come to count as "while A decoded", µs:
+/// four of A's token gaps, and at least 10 ms. One client observes both streams, so
+/// their times can be skewed by a late wake-up (a busy thread or event loop), while a
+/// static batch starts B right after A ends: without this margin a few ms of skew read
+/// as continuous batching. A continuous server gives B its first token long before A
+/// ends (A has 256 tokens to go).
+pub fn skew_tolerance_us(a: &Timed) -> u64 {
+    a.tpot_us.unwrap_or(0).saturating_mul(4).max(10_000)
+}
+
 /// Decides the batching regime from A's and B's timings, with the evidence in words.
 pub fn batching_verdict(a: &Timed, b: &Timed) -> (BatchingVerdict, String) {
     let ms = |us: u64| us as f64 / 1000.0;
@@ -140,20 +150,33 @@ pub fn batching_verdict(a: &Timed, b: &Timed) -> (BatchingVerdict, String) {
         );
     }
     let rel = |t: u64| ms(t.saturating_sub(a.send_us));
-    let (verdict, when) = if b.first_token_us < a.end_us {
-        (BatchingVerdict::Continuous, "before")
+    let tolerance = skew_tolerance_us(a);
+    let head = format!(
+        "B (sent at {:.1} ms, while A decoded) got its first token at {:.1} ms",
+        rel(b.send_us),
+        rel(b.first_token_us)
+    );
+    let end = rel(a.end_us);
+    if b.first_token_us.saturating_add(tolerance) < a.end_us {
+        (
+            BatchingVerdict::Continuous,
+            format!("{head}, before A ended at {end:.1} ms"),
+        )
+    } else if b.first_token_us >= a.end_us {
+        (
+            BatchingVerdict::Static,
+            format!("{head}, only after A ended at {end:.1} ms"),
+        )
     } else {
-        (BatchingVerdict::Static, "only after")
-    };
-    (
-        verdict,
-        format!(
-            "B (sent at {:.1} ms, while A decoded) got its first token at {:.1} ms, {when} A ended at {:.1} ms",
-            rel(b.send_us),
-            rel(b.first_token_us),
-            rel(a.end_us)
-        ),
-    )
+        (
+            BatchingVerdict::Static,
+            format!(
+                "{head}, {:.1} ms before A ended at {end:.1} ms: within the {:.0} ms two streams' times may skew, so not while A decoded",
+                ms(a.end_us - b.first_token_us),
+                ms(tolerance)
+            ),
+        )
+    }
 }
 
 /// The prefix-cache probe: a prompt sent twice as it is (cold, then warm), and once more
@@ -302,6 +325,32 @@ mod tests {
     #[test]
     fn batching_decisions() {
         let a = t(0, 10_000, 300_000);
+        // B's first token a few ms before A's observed end: skew, as a static batch.
+        let (v, why) = batching_verdict(&a, &t(30_000, 296_000, 310_000));
+        assert_eq!(v, BatchingVerdict::Static, "{why}");
+        assert!(
+            why.contains("4.0 ms before") && why.contains("10 ms"),
+            "{why}"
+        );
+        // Beyond the tolerance: continuous.
+        assert_eq!(
+            batching_verdict(&a, &t(30_000, 289_000, 300_500)).0,
+            BatchingVerdict::Continuous
+        );
+        // The tolerance grows with A's token gap.
+        let slow = Timed {
+            tpot_us: Some(20_000),
+            ..a
+        };
+        assert_eq!(skew_tolerance_us(&slow), 80_000);
+        assert_eq!(
+            batching_verdict(&slow, &t(30_000, 250_000, 320_000)).0,
+            BatchingVerdict::Static
+        );
+        assert_eq!(
+            batching_verdict(&slow, &t(30_000, 200_000, 320_000)).0,
+            BatchingVerdict::Continuous
+        );
         assert_eq!(
             batching_verdict(&a, &t(30_000, 45_000, 60_000)).0,
             BatchingVerdict::Continuous
