@@ -134,3 +134,38 @@ fn the_program_sorts_through_core_sort() {
         hits.join("\n")
     );
 }
+
+/// serde_json's reader is generic over its input: reading bytes (`from_slice`,
+/// `from_reader`) as well as text compiles a second copy of the whole parser, number
+/// parsing included, into the wasm. The program reads JSON from text only (bytes it
+/// holds are checked UTF-8 first).
+#[test]
+fn the_program_reads_json_from_text_only() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for dir in ["core", "web", "ui"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut hits = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (n, line) in text.lines().enumerate() {
+            if [
+                "serde_json::from_slice",
+                "serde_json::from_reader",
+                "Deserializer::from_slice",
+                "Deserializer::from_reader",
+            ]
+            .iter()
+            .any(|w| line.contains(w))
+            {
+                hits.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "read JSON with serde_json::from_str (one reader in the wasm):\n{}",
+        hits.join("\n")
+    );
+}
