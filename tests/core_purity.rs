@@ -25,6 +25,16 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
+/// The program's source files: the core, the browser glue and the views.
+fn program_files() -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for dir in ["core", "web", "ui"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files
+}
+
 #[test]
 fn core_mentions_no_browser_clock_or_randomness() {
     let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core");
@@ -74,11 +84,7 @@ const MAP_TYPES: &[&str] = &["BTreeMap", "BTreeSet", "Map"];
 
 #[test]
 fn the_program_sorts_through_core_sort() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    for dir in ["core", "web", "ui"] {
-        rust_files(&root.join(dir), &mut files);
-    }
+    let files = program_files();
     let mut hits = Vec::new();
     for f in &files {
         let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -141,11 +147,7 @@ fn the_program_sorts_through_core_sort() {
 /// holds are checked UTF-8 first).
 #[test]
 fn the_program_reads_json_from_text_only() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    for dir in ["core", "web", "ui"] {
-        rust_files(&root.join(dir), &mut files);
-    }
+    let files = program_files();
     let mut hits = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f).expect("readable");

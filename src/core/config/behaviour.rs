@@ -332,41 +332,31 @@ mod tests {
             why.contains("4.0 ms before") && why.contains("10 ms"),
             "{why}"
         );
-        // Beyond the tolerance: continuous.
-        assert_eq!(
-            batching_verdict(&a, &t(30_000, 289_000, 300_500)).0,
-            BatchingVerdict::Continuous
-        );
         // The tolerance grows with A's token gap.
         let slow = Timed {
             tpot_us: Some(20_000),
             ..a
         };
         assert_eq!(skew_tolerance_us(&slow), 80_000);
-        assert_eq!(
-            batching_verdict(&slow, &t(30_000, 250_000, 320_000)).0,
-            BatchingVerdict::Static
-        );
-        assert_eq!(
-            batching_verdict(&slow, &t(30_000, 200_000, 320_000)).0,
-            BatchingVerdict::Continuous
-        );
-        assert_eq!(
-            batching_verdict(&a, &t(30_000, 45_000, 60_000)).0,
-            BatchingVerdict::Continuous
-        );
-        assert_eq!(
-            batching_verdict(&a, &t(30_000, 305_000, 320_000)).0,
-            BatchingVerdict::Static
-        );
-        assert_eq!(
-            batching_verdict(&a, &t(5_000, 15_000, 20_000)).0,
-            BatchingVerdict::Unclear
-        );
-        assert_eq!(
-            batching_verdict(&a, &t(400_000, 410_000, 420_000)).0,
-            BatchingVerdict::Unclear
-        );
+        // (A, B, verdict): B's first token against A's end, with A's tolerance.
+        for (a, b, want) in [
+            // 11 ms before A's end, beyond the 10 ms tolerance.
+            (a, t(30_000, 289_000, 300_500), BatchingVerdict::Continuous),
+            (slow, t(30_000, 250_000, 320_000), BatchingVerdict::Static),
+            (
+                slow,
+                t(30_000, 200_000, 320_000),
+                BatchingVerdict::Continuous,
+            ),
+            (a, t(30_000, 45_000, 60_000), BatchingVerdict::Continuous),
+            (a, t(30_000, 305_000, 320_000), BatchingVerdict::Static),
+            // B sent before A's first token, or after A ended.
+            (a, t(5_000, 15_000, 20_000), BatchingVerdict::Unclear),
+            (a, t(400_000, 410_000, 420_000), BatchingVerdict::Unclear),
+        ] {
+            let (v, why) = batching_verdict(&a, &b);
+            assert_eq!(v, want, "{b:?}: {why}");
+        }
     }
 
     #[test]
