@@ -5,11 +5,12 @@
 #   bash scripts/sizes.sh [DIST]
 # The card's limit is its budget, 150 KB. The app's budget is 450 KB, not met yet: CI
 # holds it at APP_CEILING_KB, the size it has reached, so it can only shrink; lower the
-# ceiling with every cut until it is the budget.
+# ceiling with every cut until it is the budget. Also fails when a wasm carries std's float
+# formatter (see below).
 set -euo pipefail
 dist="${1:-dist}"
 APP_BUDGET_KB=450
-APP_CEILING_KB=${APP_CEILING_KB:-535}
+APP_CEILING_KB=${APP_CEILING_KB:-524}
 CARD_BUDGET_KB=150
 gz() { gzip -6 -c "$1" | wc -c; }
 one() { # a glob that must name exactly one file
@@ -37,4 +38,14 @@ row() { # name wasm js limit-KB budget-KB
 }
 row app "$app_wasm" "$app_js" "$APP_CEILING_KB" "$APP_BUDGET_KB"
 row card "$card_wasm" "$card_js" "$CARD_BUDGET_KB" "$CARD_BUDGET_KB"
+# std's float formatter (Grisu/Dragon, ~7 KB gzip) must stay out: the program formats floats
+# through core::decimal. Its sign is Grisu's power-of-ten table, whose first entry is
+# 0xe61acf033d1a45df (little-endian in the data section).
+for w in "$app_wasm" "$card_wasm"; do
+  if LC_ALL=C grep -q -a -P '\xdf\x45\x1a\x3d\x03\xcf\x1a\xe6' "$w"; then
+    echo "sizes: $w carries std's float formatter (a {:.N} or {} of an f64, or f64::clamp);" \
+      "format floats with core::decimal::Fixed / Shortest" >&2
+    status=1
+  fi
+done
 exit $status

@@ -25,6 +25,20 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
+/// A file's program part: what comes before its test module.
+fn program_part(text: &str) -> &str {
+    let mut end = 0;
+    for line in text.split_inclusive('\n') {
+        let code = line.trim_start();
+        let code = code.strip_prefix("pub(crate) ").unwrap_or(code);
+        if code.starts_with("mod tests") {
+            break;
+        }
+        end += line.len();
+    }
+    &text[..end]
+}
+
 /// The program's source files: the core, the browser glue and the views.
 fn program_files() -> Vec<std::path::PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -92,17 +106,7 @@ fn the_program_sorts_through_core_sort() {
             continue;
         }
         let text = std::fs::read_to_string(f).expect("readable");
-        // The program is what comes before the file's test module.
-        let mut end = 0;
-        for line in text.split_inclusive('\n') {
-            let code = line.trim_start();
-            let code = code.strip_prefix("pub(crate) ").unwrap_or(code);
-            if code.starts_with("mod tests") {
-                break;
-            }
-            end += line.len();
-        }
-        let program = &text[..end];
+        let program = program_part(&text);
         for (n, line) in program.lines().enumerate() {
             if STD_SORTS.iter().any(|w| line.contains(w)) {
                 hits.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
@@ -170,4 +174,64 @@ fn the_program_reads_json_from_text_only() {
         "read JSON with serde_json::from_str (one reader in the wasm):\n{}",
         hits.join("\n")
     );
+}
+
+/// A float precision in a format string (`{:.2}`, `{x:.1}`, `{:.prec$}`): true when `line`
+/// has `:.` followed by digits or a `name$` and then `}`.
+fn has_float_precision(line: &str) -> bool {
+    line.match_indices(":.").any(|(i, _)| {
+        let rest = &line[i + 2..];
+        let n = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+            .unwrap_or(rest.len());
+        n > 0 && rest[n..].starts_with('}')
+    })
+}
+
+/// std's float formatter (Grisu and Dragon with their power-of-ten tables, ~7 KB gzip)
+/// comes into the wasm with any `{:.N}` or `{}` of an `f64`, and with `f64::clamp`, whose
+/// NaN check formats its bounds. The program formats floats through `core::decimal`
+/// (`Fixed`, `Shortest`) and bounds them with `decimal::bounded` (clippy.toml disallows
+/// `f64::clamp`). This catches the precisions text can show; `scripts/sizes.sh` checks the
+/// built wasm for the formatter's table, which catches every way in.
+#[test]
+fn the_program_formats_floats_through_core_decimal() {
+    let mut hits = Vec::new();
+    for f in program_files() {
+        if f.ends_with("core/decimal.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).expect("readable");
+        for (n, line) in program_part(&text).lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if has_float_precision(code) {
+                hits.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "format floats with core::decimal::Fixed / Shortest:\n{}",
+        hits.join("\n")
+    );
+}
+
+#[test]
+fn the_float_precision_check_itself_detects_one() {
+    for line in [
+        r#"format!("{:.2} ms", x)"#,
+        r#"format!("{v:.1}")"#,
+        r#"write!(f, "{:.prec$}", x)"#,
+        r#"format!("{0:.3}", x)"#,
+    ] {
+        assert!(has_float_precision(line), "{line}");
+    }
+    for line in [
+        r#"format!("{}: {x}", a)"#,
+        r#"let s = a.b.c;"#,
+        r#"format!("{k}={v}")"#,
+        r#"x::y.z"#,
+    ] {
+        assert!(!has_float_precision(line), "{line}");
+    }
 }

@@ -8,6 +8,7 @@
 
 pub mod budget;
 pub mod config;
+pub mod decimal;
 pub mod json;
 pub mod measure;
 pub mod present;

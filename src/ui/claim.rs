@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 
 use crate::core::claim::{self, ClaimAnalysis, Figure};
+use crate::core::decimal::Shortest;
 
 /// An example claim, shown as the placeholder.
 const EXAMPLE: &str = "Llama 3.1 70B at 2,100 tokens/s per user on 8×H100, 3× faster than vLLM";
@@ -25,10 +26,13 @@ fn run_link(a: &ClaimAnalysis) -> String {
 
 fn figure_text(f: &Figure) -> String {
     match f {
-        Figure::Throughput { value, .. } => format!("{value} tok/s"),
-        Figure::Latency { what, ms } => format!("{} {ms} ms", what.to_ascii_uppercase()),
+        Figure::Throughput { value, .. } => format!("{} tok/s", Shortest(*value)),
+        Figure::Latency { what, ms } => {
+            format!("{} {} ms", what.to_ascii_uppercase(), Shortest(*ms))
+        }
         Figure::Relative { factor, baseline } => format!(
-            "{factor}× relative to {}",
+            "{}× relative to {}",
+            Shortest(*factor),
             baseline.as_deref().unwrap_or("an unnamed baseline")
         ),
     }

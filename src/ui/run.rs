@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::core::chart;
+use crate::core::decimal::{fixed, Fixed};
 use crate::core::live::LiveSeries;
 use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{self, wire_name, FitInputs, Provenance, RawConfig, RawField, RunConfig};
@@ -1263,7 +1264,7 @@ pub fn RunPage() -> impl IntoView {
                     <div><dt>"in flight / target"</dt><dd>{move || progress.with(|p| format!("{} / {}", p.in_flight.0, p.in_flight.1))}</dd></div>
                     <div><dt>"aggregate, since start"</dt><dd>{move || progress.with(|p| {
                         let elapsed = (p.now_us.saturating_sub(p.started_us)) as f64 / 1e6;
-                        format!("{:.0} tok/s", if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 })
+                        format!("{} tok/s", Fixed(if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 }, 0))
                     })}{super::viewer::definition_view("live_aggregate", "aggregate, since start")}</dd></div>
                     <div><dt>"TTFT p50 / p90 / p99 so far"</dt><dd><span data-testid="live-ttft">{move || progress.with(|p| live_q(p.ttft_q))}</span>{super::viewer::definition_view("live_ttft", "TTFT so far")}</dd></div>
                     <div><dt>"TPOT p50 / p90 / p99 so far"</dt><dd><span data-testid="live-tpot">{move || progress.with(|p| live_q(p.tpot_q))}</span>{super::viewer::definition_view("live_tpot", "TPOT so far")}</dd></div>
@@ -1283,12 +1284,12 @@ pub fn RunPage() -> impl IntoView {
                     let p = progress.get();
                     let elapsed = (p.now_us.saturating_sub(p.started_us)) as f64 / 1e6;
                     let per_stream = if p.decode.1 > 0 {
-                        format!("{:.1}", p.decode.0 as f64 / f64::from(p.decode.1) / 1000.0)
+                        fixed(p.decode.0 as f64 / f64::from(p.decode.1) / 1000.0, 1)
                     } else {
                         "—".into()
                     };
                     format!(
-                        "step {}/{}{} · dispatched {}{} · completed {} · in flight {} of target {} · {} tokens · aggregate {:.0} tok/s (all streams, since start) · per-stream decode {} tok/s (mean of completed requests){} · errors: {}",
+                        "step {}/{}{} · dispatched {}{} · completed {} · in flight {} of target {} · {} tokens · aggregate {} tok/s (all streams, since start) · per-stream decode {} tok/s (mean of completed requests){} · errors: {}",
                         p.step.0 + 1,
                         p.step.1.max(1),
                         p.phase.as_deref().map(|ph| format!(" ({ph})")).unwrap_or_default(),
@@ -1298,7 +1299,7 @@ pub fn RunPage() -> impl IntoView {
                         p.in_flight.0,
                         p.in_flight.1,
                         p.tokens,
-                        if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 },
+                        Fixed(if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 }, 0),
                         per_stream,
                         if p.held_by_cap > 0 { format!(" · {} arrivals held back by the in-flight cap", p.held_by_cap) } else { String::new() },
                         if p.errors.is_empty() { "none".to_owned() } else { p.errors.iter().map(|(k, n)| format!("{k}×{n}")).collect::<Vec<_>>().join(", ") },

@@ -11,6 +11,7 @@ use wasm_bindgen::JsCast;
 use crate::core::card::{self, Card, CardCheck, Theme};
 use crate::core::chart;
 use crate::core::compare::Subject;
+use crate::core::decimal::{fixed, Fixed};
 use crate::core::import::{ChunkTimes, Imported};
 use crate::core::record::RequestRecord;
 use crate::core::view::{self, PinStatus};
@@ -363,7 +364,7 @@ fn import_view(i: &Imported) -> impl IntoView {
             .filter(|c| r.chunk_times == ChunkTimes::Every || !matches!(c.id.as_str(), "inter-chunk" | "tokens-per-chunk"))
             .map(|c| (c.id.clone(), chart::render_svg(&c)))
             .collect();
-        let fmt = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), |v| format!("{v:.3}"));
+        let fmt = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), |v| fixed(v, 3));
         let rows = r.side_by_side.clone();
         let figures = view::headline(&r.summary);
         let chunk_note = match r.chunk_times {
@@ -412,7 +413,7 @@ fn import_view(i: &Imported) -> impl IntoView {
                 <caption>"Numbers as the tool reported them"</caption>
                 <tbody>
                     {numbers.into_iter().map(|n| view! {
-                        <tr><th scope="row">{n.label}</th><td>{format!("{:.2}", n.value)}</td><td>{n.window}</td></tr>
+                        <tr><th scope="row">{n.label}</th><td>{fixed(n.value, 2)}</td><td>{n.window}</td></tr>
                     }).collect_view()}
                 </tbody>
             </table>
@@ -603,14 +604,17 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
         }
     };
     let timing = format!(
-        "Opened in {:.0} ms ({}); charts and tables built in {:.0} ms.",
-        e.timings.iter().map(|(_, us)| *us).sum::<u64>() as f64 / 1000.0,
+        "Opened in {} ms ({}); charts and tables built in {} ms.",
+        Fixed(
+            e.timings.iter().map(|(_, us)| *us).sum::<u64>() as f64 / 1000.0,
+            0
+        ),
         e.timings
             .iter()
-            .map(|(k, us)| format!("{k} {:.0} ms", *us as f64 / 1000.0))
+            .map(|(k, us)| format!("{k} {} ms", Fixed(*us as f64 / 1000.0, 0)))
             .collect::<Vec<_>>()
             .join(", "),
-        web::now_us().saturating_sub(t_render) as f64 / 1000.0
+        Fixed(web::now_us().saturating_sub(t_render) as f64 / 1000.0, 0)
     );
     view! {
         <article class="report" data-testid="report-view" aria-label="Report">
@@ -748,7 +752,7 @@ pub fn report_body(
                             {row.cells.into_iter().map(|c| view! {
                                 <td title=c.definition>
                                     <code>{c.name}</code>" "
-                                    <strong>{c.value.map(|v| format!("{v:.2}")).unwrap_or_else(|| "—".into())}</strong>
+                                    <strong>{c.value.map(|v| fixed(v, 2)).unwrap_or_else(|| "—".into())}</strong>
                                     <br/><small>{c.definition}</small>
                                 </td>
                             }).collect_view()}

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::core::decimal::Fixed;
 use crate::core::dialect::{Dialect, LengthEnforcement, RequestSpec};
 use crate::core::metrics::request_metrics;
 use crate::core::pins::Provenance;
@@ -137,12 +138,12 @@ pub fn skew_tolerance_us(a: &Timed) -> u64 {
 
 /// Decides the batching regime from A's and B's timings, with the evidence in words.
 pub fn batching_verdict(a: &Timed, b: &Timed) -> (BatchingVerdict, String) {
-    let ms = |us: u64| us as f64 / 1000.0;
+    let ms = |us: u64| Fixed(us as f64 / 1000.0, 1);
     if b.send_us <= a.first_token_us || b.send_us >= a.end_us {
         return (
             BatchingVerdict::Unclear,
             format!(
-                "B was sent at {:.1} ms, not while A decoded ({:.1}–{:.1} ms)",
+                "B was sent at {} ms, not while A decoded ({}–{} ms)",
                 ms(b.send_us - a.send_us.min(b.send_us)),
                 ms(a.first_token_us - a.send_us),
                 ms(a.end_us - a.send_us)
@@ -152,7 +153,7 @@ pub fn batching_verdict(a: &Timed, b: &Timed) -> (BatchingVerdict, String) {
     let rel = |t: u64| ms(t.saturating_sub(a.send_us));
     let tolerance = skew_tolerance_us(a);
     let head = format!(
-        "B (sent at {:.1} ms, while A decoded) got its first token at {:.1} ms",
+        "B (sent at {} ms, while A decoded) got its first token at {} ms",
         rel(b.send_us),
         rel(b.first_token_us)
     );
@@ -160,20 +161,20 @@ pub fn batching_verdict(a: &Timed, b: &Timed) -> (BatchingVerdict, String) {
     if b.first_token_us.saturating_add(tolerance) < a.end_us {
         (
             BatchingVerdict::Continuous,
-            format!("{head}, before A ended at {end:.1} ms"),
+            format!("{head}, before A ended at {end} ms"),
         )
     } else if b.first_token_us >= a.end_us {
         (
             BatchingVerdict::Static,
-            format!("{head}, only after A ended at {end:.1} ms"),
+            format!("{head}, only after A ended at {end} ms"),
         )
     } else {
         (
             BatchingVerdict::Static,
             format!(
-                "{head}, {:.1} ms before A ended at {end:.1} ms: within the {:.0} ms two streams' times may skew, so not while A decoded",
+                "{head}, {} ms before A ended at {end} ms: within the {} ms two streams' times may skew, so not while A decoded",
                 ms(a.end_us - b.first_token_us),
-                ms(tolerance)
+                Fixed(tolerance as f64 / 1000.0, 0)
             ),
         )
     }
@@ -250,10 +251,11 @@ pub fn cache_verdict(cold: u64, warm: u64, control: u64) -> (CacheVerdict, Strin
     (
         v,
         format!(
-            "TTFT of the same prompt: first {:.1} ms, repeated {:.1} ms; with a fresh nonce {:.1} ms (repeat / uncached = {ratio:.2})",
-            cold as f64 / 1000.0,
-            warm as f64 / 1000.0,
-            control as f64 / 1000.0
+            "TTFT of the same prompt: first {} ms, repeated {} ms; with a fresh nonce {} ms (repeat / uncached = {})",
+            Fixed(cold as f64 / 1000.0, 1),
+            Fixed(warm as f64 / 1000.0, 1),
+            Fixed(control as f64 / 1000.0, 1),
+            Fixed(ratio, 2)
         ),
     )
 }
@@ -283,12 +285,13 @@ pub fn slowdown_of(points: &[(u32, u64)]) -> Option<(Slowdown, String)> {
     }
     let ratio = last.1 as f64 / first.1 as f64;
     let text = format!(
-        "TPOT at one stream: {} — {ratio:.2}× from {} to {} prompt tokens",
+        "TPOT at one stream: {} — {}× from {} to {} prompt tokens",
         points
             .iter()
-            .map(|(p, t)| format!("{p} tokens {:.2} ms", *t as f64 / 1000.0))
+            .map(|(p, t)| format!("{p} tokens {} ms", Fixed(*t as f64 / 1000.0, 2)))
             .collect::<Vec<_>>()
             .join(", "),
+        Fixed(ratio, 2),
         first.0,
         last.0
     );

@@ -317,7 +317,7 @@ fn number(s: &str) -> Option<f64> {
 fn count(s: &str) -> Option<String> {
     number(s)
         .filter(|v| *v >= 1.0 && v.fract() == 0.0 && *v < 1e9)
-        .map(|v| format!("{v:.0}"))
+        .map(|v| crate::core::decimal::fixed(v, 0))
 }
 
 fn contains_any(hay: &str, needles: &[&str]) -> Option<String> {
@@ -634,7 +634,7 @@ pub fn analyse(text: &str) -> ClaimAnalysis {
             put(
                 &mut pins,
                 "rate_rps",
-                format!("{n}"),
+                crate::core::decimal::Shortest(n).to_string(),
                 format!("{tok} {}", next(1)),
             );
         }
@@ -723,7 +723,7 @@ pub fn analyse(text: &str) -> ClaimAnalysis {
                     put(
                         &mut pins,
                         "measured",
-                        format!("{s:.0}s"),
+                        format!("{}s", crate::core::decimal::Fixed(s, 0)),
                         format!("{tok} {} {unit}", w[i + 1]),
                     );
                 }

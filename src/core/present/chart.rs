@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use crate::core::decimal::{bounded, Fixed, Shortest};
 use crate::core::histogram::Hist;
 use crate::core::metrics::{in_flight_timeline, StepSummary, Summary};
 use crate::core::record::RequestRecord;
@@ -159,7 +160,7 @@ pub fn tick_label(v: f64) -> String {
 }
 
 fn trim(v: f64) -> String {
-    let s = format!("{v:.2}");
+    let s = Fixed(v, 2).to_string();
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" {
         "0".into()
@@ -220,21 +221,24 @@ pub fn render_svg(c: &Chart) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" role="img" aria-label="{t}" data-testid="chart-{id}" class="chart"><title>{t}</title>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {} {}" role="img" aria-label="{t}" data-testid="chart-{id}" class="chart"><title>{t}</title>"#,
+        Shortest(W),
+        Shortest(H),
         t = escape(&c.title),
         id = escape(&c.id)
     );
     let _ = write!(
         s,
-        r#"<text x="{ML}" y="16" class="chart__title" font-size="13" font-weight="600">{}</text>"#,
+        r#"<text x="{}" y="16" class="chart__title" font-size="13" font-weight="600">{}</text>"#,
+        Shortest(ML),
         escape(&c.title)
     );
     if !x0.is_finite() || !x1.is_finite() {
         let _ = write!(
             s,
             r#"<text x="{}" y="{}" font-size="12">no data</text></svg>"#,
-            W / 2.0 - 20.0,
-            H / 2.0
+            Shortest(W / 2.0 - 20.0),
+            Shortest(H / 2.0)
         );
         return s;
     }
@@ -272,28 +276,34 @@ pub fn render_svg(c: &Chart) -> String {
         };
         let _ = write!(
             s,
-            r##"<rect x="{a:.1}" y="{MT}" width="{:.1}" height="{:.1}" fill="{fill}" fill-opacity="{op}"><title>{l}</title></rect><text x="{:.1}" y="{:.1}" font-size="10" fill="currentColor">{l}</text>"##,
-            (z - a).max(0.5),
-            H - MT - MB,
-            a + 2.0,
-            MT + 10.0,
+            r##"<rect x="{}" y="{}" width="{}" height="{}" fill="{fill}" fill-opacity="{op}"><title>{l}</title></rect><text x="{}" y="{}" font-size="10" fill="currentColor">{l}</text>"##,
+            Fixed(a, 1),
+            Shortest(MT),
+            Fixed((z - a).max(0.5), 1),
+            Fixed(H - MT - MB, 1),
+            Fixed(a + 2.0, 1),
+            Fixed(MT + 10.0, 1),
             l = escape(&b.label)
         );
     }
     // Axes and ticks.
     let _ = write!(
         s,
-        r##"<path d="M{ML} {MT}V{b}H{r}" fill="none" stroke="#64748b"/>"##,
-        b = H - MB,
-        r = W - MR
+        r##"<path d="M{} {}V{}H{}" fill="none" stroke="#64748b"/>"##,
+        Shortest(ML),
+        Shortest(MT),
+        Shortest(H - MB),
+        Shortest(W - MR)
     );
     for v in &yt {
         let y = p.fy(*v);
         let _ = write!(
             s,
-            r##"<path d="M{ML} {y:.1}h-4" stroke="#64748b"/><text x="{}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"##,
-            ML - 6.0,
-            y + 3.0,
+            r##"<path d="M{} {}h-4" stroke="#64748b"/><text x="{}" y="{}" font-size="10" text-anchor="end">{}</text>"##,
+            Shortest(ML),
+            Fixed(y, 1),
+            Shortest(ML - 6.0),
+            Fixed(y + 3.0, 1),
             tick_label(*v)
         );
     }
@@ -308,20 +318,21 @@ pub fn render_svg(c: &Chart) -> String {
         let x = p.fx(v);
         let _ = write!(
             s,
-            r##"<path d="M{x:.1} {b}v4" stroke="#64748b"/><text x="{x:.1}" y="{}" font-size="10" text-anchor="middle">{}</text>"##,
-            H - MB + 15.0,
+            r##"<path d="M{x} {b}v4" stroke="#64748b"/><text x="{x}" y="{}" font-size="10" text-anchor="middle">{}</text>"##,
+            Shortest(H - MB + 15.0),
             tick_label(v),
-            b = H - MB
+            x = Fixed(x, 1),
+            b = Shortest(H - MB)
         );
     }
     let _ = write!(
         s,
         r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">{}</text><text x="12" y="{}" font-size="11" text-anchor="middle" transform="rotate(-90 12 {})">{}</text>"#,
-        (ML + W - MR) / 2.0,
-        H - 6.0,
+        Shortest((ML + W - MR) / 2.0),
+        Shortest(H - 6.0),
         escape(&c.x_label),
-        (MT + H - MB) / 2.0,
-        (MT + H - MB) / 2.0,
+        Shortest((MT + H - MB) / 2.0),
+        Shortest((MT + H - MB) / 2.0),
         escape(&c.y_label)
     );
     for (i, ser) in c.series.iter().enumerate() {
@@ -334,14 +345,16 @@ pub fn render_svg(c: &Chart) -> String {
             .collect();
         match ser.mark {
             Mark::Bars => {
-                let bw = ((W - ML - MR) / ok.len().max(1) as f64 * 0.8).clamp(1.0, 24.0);
+                let bw = bounded((W - ML - MR) / ok.len().max(1) as f64 * 0.8, 1.0, 24.0);
                 for (x, y) in &ok {
                     let (px, py) = (p.fx(*x), p.fy(*y));
                     let _ = write!(
                         s,
-                        r#"<rect x="{:.1}" y="{py:.1}" width="{bw:.1}" height="{:.1}" fill="{color}"><title>{}</title></rect>"#,
-                        px - bw / 2.0,
-                        (H - MB - py).max(0.0),
+                        r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{color}"><title>{}</title></rect>"#,
+                        Fixed(px - bw / 2.0, 1),
+                        Fixed(py, 1),
+                        Fixed(bw, 1),
+                        Fixed((H - MB - py).max(0.0), 1),
                         point_tip(c, *x, *y)
                     );
                 }
@@ -350,13 +363,13 @@ pub fn render_svg(c: &Chart) -> String {
                 let mut d = String::new();
                 let mut last_y = None;
                 for (k, (x, y)) in ok.iter().enumerate() {
-                    let (px, py) = (p.fx(*x), p.fy(*y));
+                    let (px, py) = (Fixed(p.fx(*x), 1), Fixed(p.fy(*y), 1));
                     if k == 0 {
-                        let _ = write!(d, "M{px:.1} {py:.1}");
+                        let _ = write!(d, "M{px} {py}");
                     } else if mark == Mark::Step {
-                        let _ = write!(d, "H{px:.1}V{py:.1}");
+                        let _ = write!(d, "H{px}V{py}");
                     } else {
-                        let _ = write!(d, "L{px:.1} {py:.1}");
+                        let _ = write!(d, "L{px} {py}");
                     }
                     last_y = Some(py);
                 }
@@ -376,9 +389,10 @@ pub fn render_svg(c: &Chart) -> String {
                     for (x, y) in &ok {
                         let _ = write!(
                             s,
-                            r#"<circle cx="{:.1}" cy="{:.1}" r="{r}" fill="{color}"><title>{}</title></circle>"#,
-                            p.fx(*x),
-                            p.fy(*y),
+                            r#"<circle cx="{}" cy="{}" r="{}" fill="{color}"><title>{}</title></circle>"#,
+                            Fixed(p.fx(*x), 1),
+                            Fixed(p.fy(*y), 1),
+                            Shortest(r),
                             point_tip(c, *x, *y)
                         );
                     }
@@ -388,8 +402,8 @@ pub fn render_svg(c: &Chart) -> String {
         let _ = write!(
             s,
             r#"<text x="{}" y="{}" font-size="10" fill="{color}" text-anchor="end">{}</text>"#,
-            W - MR,
-            MT + 12.0 * (i as f64 + 1.0),
+            Shortest(W - MR),
+            Shortest(MT + 12.0 * (i as f64 + 1.0)),
             escape(&ser.name)
         );
     }

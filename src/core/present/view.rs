@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::core::decimal::{fixed, Fixed, Shortest};
 use crate::core::metrics::{self, classify, request_metrics, Phase, StepSummary, Summary};
 use crate::core::pins::{milli, wire_name, PinId, Provenance, RunConfig};
 use crate::core::record::RequestRecord;
@@ -223,7 +224,10 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             PinId::Sampling,
             "sampling",
             "sampling",
-            format!("temperature={}{extra}", c.sampling.value.temperature),
+            format!(
+                "temperature={}{extra}",
+                Shortest(c.sampling.value.temperature)
+            ),
             &c.sampling.provenance,
         ),
     ]
@@ -231,12 +235,12 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
 
 /// Formats µs as ms with two decimals.
 pub fn fmt_ms(us: u64) -> String {
-    format!("{:.2} ms", us as f64 / 1000.0)
+    format!("{} ms", Fixed(us as f64 / 1000.0, 2))
 }
 
 /// Formats a milli-rate as a rate with one decimal.
 pub fn fmt_rate(m: u64) -> String {
-    format!("{:.1}", m as f64 / 1000.0)
+    fixed(m as f64 / 1000.0, 1)
 }
 
 /// An open loop's arrivals in one sentence: offered against achieved rate, how many
@@ -285,8 +289,8 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
             label: "aggregate output tok/s (all streams)",
             value: fmt_rate(w.aggregate_output_milli),
             window: format!(
-                "steady window, {:.2} s",
-                (w.end_us - w.start_us) as f64 / 1e6
+                "steady window, {} s",
+                Fixed((w.end_us - w.start_us) as f64 / 1e6, 2)
             ),
             scope: "aggregate",
         });
@@ -297,8 +301,8 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
             label: "aggregate output tok/s (all streams)",
             value: fmt_rate(w.aggregate_output_milli),
             window: format!(
-                "measured window (incl. ramp), {:.2} s",
-                (w.end_us - w.start_us) as f64 / 1e6
+                "measured window (incl. ramp), {} s",
+                Fixed((w.end_us - w.start_us) as f64 / 1e6, 2)
             ),
             scope: "aggregate",
         });

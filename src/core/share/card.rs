@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::core::chart::escape;
+use crate::core::decimal::Shortest;
 use crate::core::metrics::{Dist, Summary, Windows};
 use crate::core::pins::{LoadStep, RunConfig};
 use crate::core::report::{self, Report, ReportError, SignatureBlock, Verification};
@@ -251,7 +252,10 @@ fn headline_items(s: &CardStep) -> Vec<Item> {
         out.push(Item {
             label: "aggregate output tok/s (all streams)".into(),
             value: view::fmt_rate(w.aggregate_output_milli),
-            window: format!("{name}, {:.2} s", (w.end_us - w.start_us) as f64 / 1e6),
+            window: format!(
+                "{name}, {} s",
+                crate::core::decimal::Fixed((w.end_us - w.start_us) as f64 / 1e6, 2)
+            ),
         });
     }
     if let Some(d) = s.decode_speed_milli {
@@ -870,7 +874,8 @@ pub fn card_svg(card: &Card, status: &str, theme: Theme, link: &str) -> String {
     for p in card.body.pins().iter().take(8) {
         let v: String = p.value.chars().take(48).collect();
         s.push_str(&format!(
-            r#"<text x="14" y="{y}" font-family="system-ui,sans-serif" font-size="10" fill="{muted}">{}: <tspan fill="{fg}">{}</tspan></text>"#,
+            r#"<text x="14" y="{}" font-family="system-ui,sans-serif" font-size="10" fill="{muted}">{}: <tspan fill="{fg}">{}</tspan></text>"#,
+            Shortest(y),
             escape(&p.label),
             escape(&v)
         ));
@@ -879,9 +884,10 @@ pub fn card_svg(card: &Card, status: &str, theme: Theme, link: &str) -> String {
     let mut y = 50.0;
     for h in card.body.headline().iter().take(4) {
         s.push_str(&format!(
-            r#"<text x="330" y="{y}" font-family="system-ui,sans-serif" font-size="10" fill="{muted}">{}</text><text x="330" y="{}" font-family="system-ui,sans-serif" font-size="14" font-weight="600" fill="{fg}">{} <tspan font-size="9" fill="{muted}">({})</tspan></text>"#,
+            r#"<text x="330" y="{}" font-family="system-ui,sans-serif" font-size="10" fill="{muted}">{}</text><text x="330" y="{}" font-family="system-ui,sans-serif" font-size="14" font-weight="600" fill="{fg}">{} <tspan font-size="9" fill="{muted}">({})</tspan></text>"#,
+            Shortest(y),
             escape(&h.label),
-            y + 16.0,
+            Shortest(y + 16.0),
             escape(&h.value),
             escape(&h.window)
         ));

@@ -4,6 +4,7 @@
 //! that shapes the numbers is pinned in both and equal (measured mean lengths within
 //! [`LENGTH_TOLERANCE`]).
 
+use crate::core::decimal::{fixed, Fixed, Shortest};
 use crate::core::metrics::Summary;
 use crate::core::pins::PinId;
 use crate::core::report::Report;
@@ -266,7 +267,7 @@ impl Verdict {
         match self {
             Verdict::Comparable => format!(
                 "comparable: every pin matches (measured mean lengths within {}%)",
-                LENGTH_TOLERANCE * 100.0
+                Shortest(LENGTH_TOLERANCE * 100.0)
             ),
             Verdict::NotComparable {
                 differs,
@@ -363,7 +364,10 @@ pub fn compare(subjects: &[Subject]) -> Comparison {
             if v.iter().any(Option::is_none) {
                 open.push(label.into());
             } else {
-                differs.push(format!("{label} (beyond {}%)", LENGTH_TOLERANCE * 100.0));
+                differs.push(format!(
+                    "{label} (beyond {}%)",
+                    Shortest(LENGTH_TOLERANCE * 100.0)
+                ));
             }
         }
         pins.push(Row {
@@ -371,7 +375,7 @@ pub fn compare(subjects: &[Subject]) -> Comparison {
             label: label.into(),
             cells: v
                 .iter()
-                .map(|x| x.map_or_else(|| "not measured".into(), |x| format!("{x:.1}")))
+                .map(|x| x.map_or_else(|| "not measured".into(), |x| fixed(x, 1)))
                 .collect(),
             differs: bad,
             informational: false,
@@ -391,10 +395,10 @@ pub fn compare(subjects: &[Subject]) -> Comparison {
             cells: subjects
                 .iter()
                 .map(|s| {
-                    s.numbers
-                        .iter()
-                        .find(|n| n.key == key)
-                        .map_or_else(|| "—".into(), |n| format!("{:.2} ({})", n.value, n.window))
+                    s.numbers.iter().find(|n| n.key == key).map_or_else(
+                        || "—".into(),
+                        |n| format!("{} ({})", Fixed(n.value, 2), n.window),
+                    )
                 })
                 .collect(),
             key,

@@ -30,6 +30,7 @@
 use serde_json::Value;
 
 use crate::core::compare::{order, Integrity, Number, Subject};
+use crate::core::decimal::{fixed, Fixed, Shortest};
 use crate::core::dialect::Usage;
 use crate::core::metrics::{self, MetricsPlan, StepSummary};
 use crate::core::pins::{LoadStep, PinId, Span, WindowPlan};
@@ -222,7 +223,7 @@ fn num(key: &str, label: &str, value: Option<f64>, window: &str) -> Option<Numbe
 }
 
 fn rate_text(rate: f64) -> String {
-    let t = format!("{rate:.3}");
+    let t = fixed(rate, 3);
     t.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
@@ -269,7 +270,7 @@ fn lengths_text(v: &[u64]) -> Option<String> {
         return Some(min.to_string());
     }
     let mean = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
-    Some(format!("{min}–{max} (mean {mean:.1})"))
+    Some(format!("{min}–{max} (mean {})", Fixed(mean, 1)))
 }
 
 /// Most chunks spread between a request's first and last token times.
@@ -589,7 +590,7 @@ fn vllm(title: &str, v: &Value) -> Result<Imported, ImportError> {
     rows.push(pinned(
         PinId::Window,
         "window",
-        format!("all {n} requests, ramp-up and tail included (warm-up requests, if any, ran before and are not counted; their number is not recorded)"),
+        format!("all {} requests, ramp-up and tail included (warm-up requests, if any, ran before and are not counted; their number is not recorded)", Shortest(n)),
         src("num_prompts"),
     ));
     let mean_len = |k: &str| {
@@ -845,7 +846,7 @@ fn aiperf(title: &str, v: &Value) -> Result<Imported, ImportError> {
             match (c, r) {
                 (Some(c), None) if c >= 1.0 => Some((
                     (
-                        format!("closed loop, c={c}"),
+                        format!("closed loop, c={}", Shortest(c)),
                         LoadStep::Closed {
                             concurrency: c as u32,
                         },
@@ -870,12 +871,13 @@ fn aiperf(title: &str, v: &Value) -> Result<Imported, ImportError> {
     let measured = phase("profiling").and_then(|p| f(p, &["requests"]));
     let window = match (warm, measured) {
         (w, Some(m)) => format!(
-            "warm-up {} requests (excluded), measured {m} requests, no cool-down",
-            w.map_or(0.0, |x| x.0)
+            "warm-up {} requests (excluded), measured {} requests, no cool-down",
+            Shortest(w.map_or(0.0, |x| x.0)),
+            Shortest(m)
         ),
         (w, None) => format!(
             "warm-up {} requests, measured: rest of run, no cool-down",
-            w.map_or(0.0, |x| x.0)
+            Shortest(w.map_or(0.0, |x| x.0))
         ),
     };
     rows.push(pinned(
@@ -1218,7 +1220,7 @@ fn guidellm(title: &str, v: &Value) -> Result<Imported, ImportError> {
             )),
             "concurrent" => f(strat, &["streams"]).filter(|c| *c >= 1.0).map(|c| {
                 (
-                    format!("closed loop, c={c}"),
+                    format!("closed loop, c={}", Shortest(c)),
                     LoadStep::Closed {
                         concurrency: c as u32,
                     },
@@ -1334,13 +1336,16 @@ fn guidellm(title: &str, v: &Value) -> Result<Imported, ImportError> {
             let applied = f(first, &["warmup_duration"]).unwrap_or(0.0);
             let excluded = guidellm_warmup_count(first);
             Some(format!(
-                "warm-up configured {value} {unit} ({mode}); {excluded} requests started before the benchmark's start_time (warmup_duration {} s) and are left out of its metrics",
+                "warm-up configured {} {unit} ({mode}); {excluded} requests started before the benchmark's start_time (warmup_duration {} s) and are left out of its metrics",
+                Shortest(value),
                 rate_text(applied),
             ))
         }
         None => f(first, &["args", "warmup_number"])
-            .map(|w| format!("warm-up {w} requests"))
-            .or_else(|| f(first, &["args", "warmup_duration"]).map(|w| format!("warm-up {w} s"))),
+            .map(|w| format!("warm-up {} requests", Shortest(w)))
+            .or_else(|| {
+                f(first, &["args", "warmup_duration"]).map(|w| format!("warm-up {} s", Shortest(w)))
+            }),
     };
     match warm {
         Some(w) => rows.push(pinned(

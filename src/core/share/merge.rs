@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::core::compare::{compare, Subject, Verdict};
+use crate::core::decimal::Fixed;
 use crate::core::metrics::{rate_milli, ClientEnv, Summary};
 use crate::core::pins::{LoadStep, Span};
 use crate::core::record::RequestRecord;
@@ -196,9 +197,9 @@ pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody
             .zip(&windows)
             .map(|((t, _), w)| {
                 format!(
-                    "{t} measured {:.3}–{:.3} s",
-                    w.0 as f64 / 1e6,
-                    w.1 as f64 / 1e6
+                    "{t} measured {}–{} s",
+                    Fixed(w.0 as f64 / 1e6, 3),
+                    Fixed(w.1 as f64 / 1e6, 3)
                 )
             })
             .collect();
@@ -305,8 +306,8 @@ pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody
         common_aggregate_output_milli: rate_milli(common_tokens, common.1 - common.0).unwrap_or(0),
     };
     body.notes.push(format!(
-        "Merged from {n} reports run at the same time by separate clients (each with the load of one; the load here is their sum). Over the window all of them were measuring ({:.3} s), aggregate output {} tok/s.",
-        (common.1 - common.0) as f64 / 1e6,
+        "Merged from {n} reports run at the same time by separate clients (each with the load of one; the load here is their sum). Over the window all of them were measuring ({} s), aggregate output {} tok/s.",
+        Fixed((common.1 - common.0) as f64 / 1e6, 3),
         crate::core::pins::milli(info.common_aggregate_output_milli)
     ));
     body.merged = Some(info);

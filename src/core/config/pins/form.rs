@@ -835,7 +835,10 @@ pub fn workload_form(cfg: &RunConfig) -> RawConfig {
             }
             .to_owned(),
         ),
-        ("temperature", cfg.sampling.value.temperature.to_string()),
+        (
+            "temperature",
+            crate::core::decimal::Shortest(cfg.sampling.value.temperature).to_string(),
+        ),
         (
             "sampling_extra",
             serde_json::to_string(&cfg.sampling.value.extra).unwrap_or_else(|_| "{}".into()),

@@ -9,6 +9,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::core::decimal::bounded;
 use crate::core::dialect::{Dialect, LengthEnforcement};
 
 mod fit;
@@ -168,7 +169,7 @@ impl LengthDist {
             LengthDist::Fixed { tokens } => tokens,
             LengthDist::Uniform { min, max } => {
                 let span = f64::from(max - min + 1);
-                (min + (u.clamp(0.0, 1.0) * span) as u32).min(max)
+                (min + (bounded(u, 0.0, 1.0) * span) as u32).min(max)
             }
             LengthDist::NormalClipped {
                 mean,
@@ -177,7 +178,7 @@ impl LengthDist {
                 max,
             } => {
                 let v = f64::from(mean) + z * f64::from(std);
-                (v.round().clamp(f64::from(min), f64::from(max))) as u32
+                bounded(v.round(), f64::from(min), f64::from(max)) as u32
             }
         }
     }
