@@ -38,7 +38,7 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $wb_versio
 fi
 
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  log "installing node packages (binaryen@132 for wasm-opt, playwright-core, axe-core)"
+  log "installing node packages (binaryen@132 for wasm-opt, terser, playwright-core, axe-core)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 if [ "$(wasm-opt --version 2>/dev/null | awk '{print $3}')" != "132" ]; then
