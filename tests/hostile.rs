@@ -56,7 +56,7 @@ fn the_histogram_bomb_is_refused_before_any_allocation() {
     doc["body"]["summary"]["steps"][0]["histograms"]["ttft_us"] = bomb.clone().into();
     match open("bomb.json", &doc.to_string(), &TrustedKeys::default()) {
         Ok(Opened::Report(r)) => {
-            let mismatches = r.mismatches.expect("recomputes");
+            let mismatches = r.mismatches().expect("recomputes");
             assert!(
                 mismatches.iter().any(|m| m.path.contains("ttft_us")),
                 "{mismatches:?}"
@@ -339,8 +339,9 @@ fn a_modified_file_is_never_compared_as_an_equal() {
     use pinbench::core::viewer::integrity;
     let text = fixture();
     let subject = |name: &str, t: &str| match open(name, t, &TrustedKeys::default()) {
-        Ok(Opened::Report(r)) => Subject::from_report(name, &r.report, r.figures.as_ref().ok())
-            .with_integrity(integrity(&r)),
+        Ok(Opened::Report(r)) => {
+            Subject::from_report(name, &r.report, r.figures().ok()).with_integrity(integrity(&r))
+        }
         other => panic!("{other:?}"),
     };
     let a = subject("a.json", &text);

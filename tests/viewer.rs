@@ -64,7 +64,7 @@ fn signature_states() {
     let o = opened_report(FIXTURE, &trusted);
     assert!(matches!(o.sig, SigState::Trusted { ref name, .. } if name == "CI test key"));
     assert!(o.sig.text().starts_with("valid: signed by CI test key"));
-    assert_eq!(o.mismatches, Ok(vec![]));
+    assert_eq!(o.mismatches(), Ok(&[][..]));
     assert_eq!(o.card, CardCheck::Matches);
     let o = opened_report(&flipped, &trusted);
     assert!(o.sig.text().starts_with("invalid: modified"));
@@ -79,7 +79,7 @@ fn shown_figures_come_from_the_records_not_the_stored_summary() {
     let honest = fixture_report();
     let truth = figures(&honest);
     let o = opened_report(FIXTURE, &TrustedKeys::default());
-    assert_eq!(o.figures.as_ref().expect("figures"), &truth);
+    assert_eq!(o.figures().expect("figures"), &truth);
     let key = pinbench::core::sign::KeyPair::from_secret([7; 32]);
     let p50 = truth.steps[0].ttft_us.expect("ttft").p50;
     let mut doc: serde_json::Value = serde_json::from_str(FIXTURE).expect("json");
@@ -101,12 +101,12 @@ fn shown_figures_come_from_the_records_not_the_stored_summary() {
         r.sign(&key).expect("signs");
         let o = opened_report(&r.to_json().expect("json"), &TrustedKeys::default());
         assert_eq!(o.sig.id(), "unknown-key", "{name}: signed as it is");
-        assert_eq!(o.figures.as_ref().expect("figures"), &truth, "{name}");
+        assert_eq!(o.figures().expect("figures"), &truth, "{name}");
         let got: Vec<String> = o
-            .mismatches
+            .mismatches()
             .expect("recomputes")
-            .into_iter()
-            .map(|m| m.path)
+            .iter()
+            .map(|m| m.path.clone())
             .collect();
         assert_eq!(got, paths, "{name}");
         // The card signed with it shows the records' figures too.

@@ -36,10 +36,8 @@ impl Entry {
     /// As a comparison subject.
     pub fn subject(&self) -> Subject {
         match &*self.opened {
-            Opened::Report(r) => {
-                Subject::from_report(&self.title, &r.report, r.figures.as_ref().ok())
-                    .with_integrity(viewer::integrity(r))
-            }
+            Opened::Report(r) => Subject::from_report(&self.title, &r.report, r.figures().ok())
+                .with_integrity(viewer::integrity(r)),
             Opened::Imported(i) => i.subject.clone(),
         }
     }
@@ -483,8 +481,8 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
             }
         }
     };
-    let recompute = match &o.mismatches {
-        Ok(m) if m.is_empty() => (
+    let recompute = match o.mismatches() {
+        Ok([]) => (
             "match".to_owned(),
             format!(
                 "Every summary figure recomputed from the {} request records: all match.",
@@ -564,7 +562,7 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
         }
     };
     let card_for_svg = r.card.clone().or_else(|| {
-        let figures = o.figures.as_ref().ok()?;
+        let figures = o.figures().ok()?;
         Card::of(r, figures).ok()
     });
     let verification = o.verification.clone();
@@ -634,7 +632,7 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
                 <button type="button" class="btn btn--primary" data-testid="rerun" on:click=rerun>"Run these pins against my endpoint"</button>
                 " The Run screen opens with this report's workload pins; your endpoint, key and its server pins are yours to probe or type. When the run ends, Compare opens with both."
             </p>
-            {report_body(r, o.figures.as_ref().map_err(String::as_str))}
+            {report_body(r, o.figures())}
             <section class="share" aria-label="Share">
                 <button data-testid="download-csv" on:click=csv>"Download records as CSV"</button>
                 <label>" Card theme "

@@ -198,21 +198,47 @@ pub struct OpenedReport {
     pub verification: Verification,
     /// Signature and trust.
     pub sig: SigState,
-    /// Figures that differ from their recomputation (`Err` when recomputation failed).
-    pub mismatches: Result<Vec<Mismatch>, String>,
-    /// The figures computed from the records: what the viewer shows (`Err` when they
-    /// cannot be computed). The file's stored summary is only compared with them.
-    pub figures: Result<Summary, String>,
+    /// The figures computed from the records and how the stored summary differs from
+    /// them (`Err` when the records cannot be summarised: then there is neither).
+    pub recomputed: Result<Recomputed, String>,
     /// The card's binding.
     pub card: CardCheck,
+}
+
+/// What the records say, next to what the file says.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recomputed {
+    /// The figures computed from the records: what the viewer shows. The file's stored
+    /// summary is only compared with them.
+    pub figures: Summary,
+    /// Stored figures that differ from the recomputed ones.
+    pub mismatches: Vec<Mismatch>,
+}
+
+impl OpenedReport {
+    /// The figures computed from the records (`Err`: why they cannot be).
+    pub fn figures(&self) -> Result<&Summary, &str> {
+        self.recomputed
+            .as_ref()
+            .map(|r| &r.figures)
+            .map_err(String::as_str)
+    }
+
+    /// Stored figures that differ from their recomputation (`Err`: why there is none).
+    pub fn mismatches(&self) -> Result<&[Mismatch], &str> {
+        self.recomputed
+            .as_ref()
+            .map(|r| r.mismatches.as_slice())
+            .map_err(String::as_str)
+    }
 }
 
 /// Whether an opened report can be believed, for comparison: a modified file or one
 /// whose figures its records do not support is never compared as an equal.
 pub fn integrity(o: &OpenedReport) -> crate::core::compare::Integrity {
     use crate::core::compare::Integrity;
-    let recompute = match &o.mismatches {
-        Ok(m) if m.is_empty() => None,
+    let recompute = match o.mismatches() {
+        Ok([]) => None,
         Ok(m) => Some(format!("{} figures do not match its records", m.len())),
         Err(e) => Some(format!("could not recompute: {e}")),
     };
@@ -306,19 +332,20 @@ pub fn open_timed(
             }
         };
         let sig = SigState::of(&o.verification, trusted);
-        let (figures, mismatches) = match report::recompute_figured(&o.report) {
-            Ok((figures, mismatches)) => (Ok(figures), Ok(mismatches)),
-            Err(e) => (Err(e.to_string()), Err(e.to_string())),
-        };
+        let recomputed = report::recompute_figured(&o.report)
+            .map(|(figures, mismatches)| Recomputed {
+                figures,
+                mismatches,
+            })
+            .map_err(|e| e.to_string());
         lap("recompute", &mut timings);
-        let card = card::check(&o.report, figures.as_ref().ok());
+        let card = card::check(&o.report, recomputed.as_ref().ok().map(|r| &r.figures));
         lap("card", &mut timings);
         Ok(Opened::Report(Box::new(OpenedReport {
             report: o.report,
             verification: o.verification,
             sig,
-            mismatches,
-            figures,
+            recomputed,
             card,
         })))
     });
