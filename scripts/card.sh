@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the embeddable card page (src/bin/pinbench-card.rs: its own small wasm, no
-# Leptos) into the bundle's card/ folder. Trunk runs it after every build (Trunk.toml's
-# post_build hook, which gives the staging directory and profile); by hand:
+# Leptos) into the bundle's card/ folder. Trunk runs it after every build (scripts/post_build.sh,
+# Trunk.toml's post_build hook, which gives the staging directory and profile); by hand:
 #   TRUNK_STAGING_DIR=dist TRUNK_PROFILE=release bash scripts/card.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

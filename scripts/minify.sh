@@ -2,8 +2,8 @@
 # Minifies the wasm-bindgen JS glue of the app and of the card page (terser: compress and
 # mangle local names; property names, which the wasm's imports use, stay), then writes the
 # app's new SRI hash into index.html (Trunk preloads the glue with an `integrity`
-# attribute). Release builds only. Trunk runs it after scripts/card.sh (Trunk.toml's
-# post_build hooks, in order); by hand:
+# attribute). Release builds only. Trunk runs it after scripts/card.sh (scripts/post_build.sh,
+# Trunk.toml's post_build hook); by hand:
 #   TRUNK_STAGING_DIR=dist TRUNK_PROFILE=release bash scripts/minify.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -19,7 +19,7 @@ pub mod stats;
 
 pub use config::{behaviour, claim, pins, probe};
 pub use measure::{dialect, record, sse};
-pub use present::{chart, definitions, live, view};
+pub use present::{chart, definitions, html, live, view};
 pub use run::{prompt, schedule, session};
 pub use share::{card, compare, import, jcs, merge, report, sign, viewer};
 pub use stats::{histogram, metrics};

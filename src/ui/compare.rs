@@ -3,25 +3,10 @@
 
 use leptos::prelude::*;
 
-use crate::core::compare::{compare, Comparison, Row, Verdict};
+use crate::core::compare::compare;
+use crate::core::html;
 
 use super::viewer::Library;
-
-fn row_view(r: Row, prefix: &'static str) -> impl IntoView {
-    let cls = if r.differs {
-        "compare__row compare__row--differs"
-    } else if r.informational {
-        "compare__row compare__row--info"
-    } else {
-        "compare__row"
-    };
-    view! {
-        <tr class=cls data-testid=format!("{prefix}-{}", r.key) data-differs=r.differs.to_string()>
-            <th scope="row">{r.label}{r.differs.then_some(" ≠")}</th>
-            {r.cells.into_iter().map(|c| view! { <td>{c}</td> }).collect_view()}
-        </tr>
-    }
-}
 
 /// The Compare screen.
 #[component]
@@ -63,26 +48,7 @@ pub fn ComparePage() -> impl IntoView {
             </ul>
             {move || match result() {
                 None => view! { <p data-testid="compare-verdict" data-state="none">"Nothing to compare yet: open at least two files."</p> }.into_any(),
-                Some((titles, Comparison { pins, numbers, verdict })) => {
-                    let state = if verdict == Verdict::Comparable { "comparable" } else { "not-comparable" };
-                    view! {
-                        <p class="compare__verdict" data-testid="compare-verdict" data-state=state role="status">{verdict.sentence()}</p>
-                        <div class="table-scroll" tabindex="0" role="region" aria-label="Pins compared">
-                        <table class="compare__table" data-testid="compare-table">
-                            <thead><tr><th scope="col">"pin"</th>{titles.iter().map(|t| view! { <th scope="col">{t.clone()}</th> }).collect_view()}</tr></thead>
-                            <tbody>
-                                {pins.into_iter().map(|r| row_view(r, "compare-row")).collect_view()}
-                            </tbody>
-                        </table>
-                        </div>
-                        <div class="table-scroll" tabindex="0" role="region" aria-label="Numbers compared">
-                        <table class="compare__table" data-testid="compare-numbers">
-                            <caption>"Numbers (each with its window; shown, never judged)"</caption>
-                            <tbody>{numbers.into_iter().map(|r| row_view(r, "compare-number")).collect_view()}</tbody>
-                        </table>
-                        </div>
-                    }.into_any()
-                }
+                Some((titles, c)) => view! { <div class="compare__result" inner_html=html::comparison(&titles, &c)></div> }.into_any(),
             }}
         </section>
     }

@@ -565,25 +565,6 @@ fn prompt_nonce(i: u32) -> String {
     crate::core::prompt::nonce(i, seed)
 }
 
-/// One line stating the pins, printed beside every headline number.
-pub fn pins_line(cfg: &RunConfig) -> String {
-    format!(
-        "{} ({} params, {}) · prompt {} tok · output {} tok ({}) · {} · KV {} · max len {} · max seqs {} · {} batching · {} phases",
-        cfg.model.id.value,
-        cfg.model.params.value,
-        cfg.model.quantization.value,
-        cfg.prompt_len.value,
-        cfg.output_len.value,
-        wire_name(&cfg.output_enforcement.value),
-        cfg.load.value.steps_text(),
-        cfg.kv.capacity.value,
-        cfg.kv.max_model_len.value,
-        cfg.kv.max_num_seqs.value,
-        wire_name(&cfg.scheduling.value),
-        wire_name(&cfg.phases.value),
-    )
-}
-
 /// The Run screen.
 #[component]
 pub fn RunPage() -> impl IntoView {

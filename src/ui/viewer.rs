@@ -11,10 +11,10 @@ use wasm_bindgen::JsCast;
 use crate::core::card::{self, Card, CardCheck, Theme};
 use crate::core::chart;
 use crate::core::compare::Subject;
-use crate::core::decimal::{fixed, Fixed};
-use crate::core::import::{ChunkTimes, Imported};
-use crate::core::record::RequestRecord;
-use crate::core::view::{self, PinStatus};
+use crate::core::decimal::Fixed;
+use crate::core::html;
+use crate::core::import::Imported;
+use crate::core::view;
 use crate::core::viewer::{self, Opened, OpenedReport, SigState, TrustedKeys};
 use crate::web::store::{load_trusted, save_trusted, OWN_KEY_FORGOTTEN};
 use crate::web::{self, files};
@@ -325,119 +325,8 @@ fn entry_view(e: Entry, lib: Library) -> AnyView {
     }
 }
 
-fn pin_table(rows: Vec<view::PinRow>) -> impl IntoView {
-    view! {
-        <div class="table-scroll" tabindex="0" role="region" aria-label="Pins">
-        <table class="pins" data-testid="pins-table">
-            <caption>"Pins"</caption>
-            <thead><tr><th scope="col">"pin"</th><th scope="col">"value"</th><th scope="col">"status"</th><th scope="col">"source"</th></tr></thead>
-            <tbody>
-                {rows.into_iter().map(|p| view! {
-                    <tr data-testid=format!("pin-row-{}", p.key) class:pins--open=p.status != PinStatus::Pinned>
-                        <th scope="row">{p.label}</th>
-                        <td>{p.value}</td>
-                        <td>{p.status.label()}</td>
-                        <td>{p.provenance}</td>
-                    </tr>
-                }).collect_view()}
-            </tbody>
-        </table>
-        </div>
-    }
-}
-
 fn import_view(i: &Imported) -> impl IntoView {
-    let s = &i.subject;
-    let open: Vec<String> = s.open_pins().iter().map(|p| p.label.to_owned()).collect();
-    let numbers: Vec<_> = s
-        .numbers
-        .iter()
-        .filter(|n| !n.key.starts_with("recomputed."))
-        .cloned()
-        .collect();
-    let requests = i.requests.as_ref().map(|r| {
-        let recs: Vec<&RequestRecord> = r.records.iter().collect();
-        let charts: Vec<(String, String)> = chart::step_charts(&r.summary, &recs)
-            .into_iter()
-            .filter(|c| r.chunk_times == ChunkTimes::Every || !matches!(c.id.as_str(), "inter-chunk" | "tokens-per-chunk"))
-            .map(|c| (c.id.clone(), chart::render_svg(&c)))
-            .collect();
-        let fmt = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), |v| fixed(v, 3));
-        let rows = r.side_by_side.clone();
-        let figures = view::headline(&r.summary);
-        let chunk_note = match r.chunk_times {
-            ChunkTimes::Every => "Every chunk's time is in the file.",
-            ChunkTimes::FirstAndLast => "The file has only the first and last token times of each request: chunks in between are spread evenly, so chunk-gap charts are left out.",
-        };
-        view! {
-            <section class="step" data-testid="import-recomputed" aria-label="Recomputed by pinbench">
-                <h4>{format!("Recomputed by pinbench from the file's {} requests ({} measured)", r.records.len(), r.summary.requests.measured)}</h4>
-                <p>{chunk_note}</p>
-                <div class="table-scroll" tabindex="0" role="region" aria-label="Tool and pinbench side by side">
-                <table data-testid="import-side-by-side">
-                    <caption>"The same requests under the tool's definition and pinbench's"</caption>
-                    <thead><tr><th scope="col">"figure"</th><th scope="col">"tool"</th><th scope="col">"pinbench"</th><th scope="col">"tool's definition"</th><th scope="col">"same definition?"</th></tr></thead>
-                    <tbody>
-                        {rows.into_iter().map(|x| view! {
-                            <tr data-testid=format!("sbs-{}", x.key)>
-                                <th scope="row">{x.label}</th>
-                                <td>{fmt(x.tool)}</td>
-                                <td>{fmt(x.pinbench)}</td>
-                                <td>{x.tool_definition}</td>
-                                <td>{if x.same_definition { "yes: must agree" } else { "no" }}</td>
-                            </tr>
-                        }).collect_view()}
-                    </tbody>
-                </table>
-                </div>
-                {headline_view(figures)}
-                <div class="charts">
-                    {charts.into_iter().map(|(id, svg)| view! {
-                        <figure class="chart-box" data-testid=format!("figure-chart-{id}") inner_html=svg></figure>
-                    }).collect_view()}
-                </div>
-            </section>
-        }
-    });
-    view! {
-        <article class="report" data-testid="import-view" aria-label="Imported result">
-            <h3>{format!("{} — imported from {}", s.title, s.tool)}</h3>
-            <p class="report__warn" data-testid="open-pins">
-                {format!("Leaves unpinned or undisclosed: {}. Its numbers cannot be compared with a pinned run until these are known.", open.join(", "))}
-            </p>
-            {pin_table(s.pins.clone())}
-            <div class="table-scroll" tabindex="0" role="region" aria-label="Numbers as the tool reported them">
-            <table data-testid="import-numbers">
-                <caption>"Numbers as the tool reported them"</caption>
-                <tbody>
-                    {numbers.into_iter().map(|n| view! {
-                        <tr><th scope="row">{n.label}</th><td>{fixed(n.value, 2)}</td><td>{n.window}</td></tr>
-                    }).collect_view()}
-                </tbody>
-            </table>
-            </div>
-            {requests}
-        </article>
-    }
-}
-
-/// A step's headline figures, each with its window.
-fn headline_view(figures: Vec<view::Figure>) -> impl IntoView {
-    view! {
-        <dl class="headline" data-testid="headline">
-            {figures.into_iter().map(|f| view! {
-                <div class=format!("headline__fig headline__fig--{}", f.scope) data-testid=format!("figure-{}", f.key)>
-                    <dt>{f.label}</dt>
-                    <dd>
-                        <strong class="headline__value">{f.value}</strong>
-                        <span class="scope" data-testid=format!("scope-{}", f.key)>{f.scope}</span>
-                        " "<span class="headline__window">{format!("({})", f.window)}</span>
-                        {definition_view(f.key, f.label)}
-                    </dd>
-                </div>
-            }).collect_view()}
-        </dl>
-    }
+    view! { <article class="report" data-testid="import-view" aria-label="Imported result" inner_html=html::imported(i)></article> }
 }
 
 /// A number's definition, behind a small "?" that opens it (keyboard and pointer).
@@ -651,155 +540,10 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
     }
 }
 
-/// The report itself — notes, client verdict and host, pins, TTFT split, probes, each
-/// step's headline figures (per-stream or aggregate, with their window), open-loop
-/// figures and charts, the sweep, the metric translator and the first records. The one
-/// rendering of a report: the viewer shows it under the signature checks, the Run screen
-/// as its results. The figures are `figures`, computed from the records (`Err` says why
-/// they cannot be).
+/// A report's body below its header (markup built in `core::html`).
 pub fn report_body(
     r: &crate::core::report::Report,
     figures: Result<&crate::core::metrics::Summary, &str>,
 ) -> impl IntoView {
-    let b = &r.body;
-    let verdict = if b.client.invalid {
-        "INVALID: the client limited this run"
-    } else {
-        "valid: the client did not limit this run"
-    };
-    let host = b
-        .client
-        .env
-        .host
-        .map(|h| h.label())
-        .unwrap_or("not recorded");
-    let summary = figures.ok();
-    let no_figures = figures.err().map(|why| {
-        view! {
-            <p class="run__error" data-testid="no-figures" role="alert">{format!("No figures: they cannot be computed from this file's records ({why}).")}</p>
-        }
-    });
-    let steps = summary.map(|f| f.steps.iter()
-        .map(|s| {
-            let charts: Vec<(String, String)> = chart::report_charts(r, f, s.step)
-                .into_iter()
-                .filter(|c| c.id != "sweep")
-                .map(|c| (c.id.clone(), chart::render_svg(&c)))
-                .collect();
-            let figures = view::headline(s);
-            view! {
-                <section class="step" data-testid=format!("step-{}", s.step) aria-label=format!("Step {}", s.step)>
-                    <h4>{format!("Step {}: {}", s.step, s.load)}</h4>
-                    {headline_view(figures)}
-                    <p data-testid="errors">{format!("Errors by kind: {}", if s.errors_by_kind.is_empty() { "none".to_owned() } else { s.errors_by_kind.iter().map(|(k, v)| format!("{k} ×{v}")).collect::<Vec<_>>().join(", ") })}</p>
-                    {s.open_loop.map(|o| view! { <p data-testid="open-loop">{view::open_loop_text(&o)}</p> })}
-                    <div class="charts">
-                        {charts.into_iter().map(|(id, svg)| view! {
-                            <figure class="chart-box" data-testid=format!("figure-chart-{id}") inner_html=svg></figure>
-                        }).collect_view()}
-                    </div>
-                </section>
-            }
-        })
-        .collect_view());
-    let sweep = summary.filter(|f| f.steps.len() > 1).map(|f| {
-        let svg = chart::render_svg(&chart::sweep_chart(f));
-        view! { <figure class="chart-box" data-testid="figure-chart-sweep" inner_html=svg></figure> }
-    });
-    let translator = summary
-        .map(|f| view::translator(r, f, 0))
-        .unwrap_or_default();
-    let records: Vec<_> = b.records.iter().take(50).cloned().collect();
-    let total = b.records.len();
-    let pins_line = super::run::pins_line(&b.config);
-    view! {
-        <div class="report__body" data-testid="report-body">
-            <ul data-testid="report-notes">{b.notes.iter().map(|n| view! { <li><strong>{n.clone()}</strong></li> }).collect_view()}</ul>
-            <p class=if b.client.invalid { "verdict verdict--bad" } else { "verdict verdict--ok" } data-testid="client-verdict">{format!("Client verdict: {verdict}")}</p>
-            <p data-testid="run-host">{format!("Measured by: {host}")}</p>
-            <ul>{b.client.findings.iter().map(|f| view! { <li>{f.clone()}</li> }).collect_view()}</ul>
-            <p class="results__pins" data-testid="report-pins-line">{pins_line}</p>
-            {no_figures}
-            {steps}
-            {sweep}
-            {ttft_split_table(r)}
-            <details data-testid="probes">
-                <summary>{format!("What the probe read ({} responses)", b.probes.len())}</summary>
-                {b.probes.iter().map(|p| view! {
-                    <p>{format!("{} → HTTP {}", p.url, p.status)}</p>
-                    <pre class="probe-body">{p.body.chars().take(4000).collect::<String>()}</pre>
-                }).collect_view()}
-            </details>
-            {pin_table(view::pin_rows(&b.config))}
-            <div class="table-scroll" tabindex="0" role="region" aria-label="Metric translator">
-            <table class="translator" data-testid="translator">
-                <caption>
-                    "The same run under other tools' and methodologies' definitions (step 0). Sources: "
-                    <span data-testid="translator-sources">
-                        {crate::core::definitions::PEER_SOURCES.iter().enumerate().map(|(i, (name, url))| view! {
-                            {(i > 0).then_some(", ")}
-                            <a href=*url target="_blank" rel="noopener">{*name}</a>
-                        }).collect_view()}
-                    </span>
-                </caption>
-                <thead><tr><th scope="col">"concept"</th><th scope="col">"pinbench"</th><th scope="col">"vLLM bench serve"</th><th scope="col">"AIPerf"</th><th scope="col">"guidellm"</th><th scope="col">"llmperf"</th><th scope="col">"Artificial Analysis"</th><th scope="col">"MLPerf (server)"</th></tr></thead>
-                <tbody>
-                    {translator.into_iter().map(|row| view! {
-                        <tr>
-                            <th scope="row">{format!("{} ({})", row.concept, row.unit)}</th>
-                            {row.cells.into_iter().map(|c| view! {
-                                <td title=c.definition>
-                                    <code>{c.name}</code>" "
-                                    <strong>{c.value.map(|v| fixed(v, 2)).unwrap_or_else(|| "—".into())}</strong>
-                                    <br/><small>{c.definition}</small>
-                                </td>
-                            }).collect_view()}
-                        </tr>
-                    }).collect_view()}
-                </tbody>
-            </table>
-            </div>
-            <div class="table-scroll" tabindex="0" role="region" aria-label="Requests">
-            <table data-testid="records-table">
-                <caption>{format!("Requests (first {} of {total}; the CSV has all)", total.min(50))}</caption>
-                <thead><tr><th>"#"</th><th>"step"</th><th>"outcome"</th><th>"protocol"</th><th>"prompt"</th><th>"output"</th><th>"TTFT"</th><th>"E2E"</th></tr></thead>
-                <tbody>
-                    {records.into_iter().map(|rec| {
-                        let m = crate::core::metrics::request_metrics(&rec);
-                        view! {
-                            <tr>
-                                <td>{rec.index}</td><td>{rec.step}</td><td>{rec.outcome.kind()}</td>
-                                <td>{rec.protocol.clone().unwrap_or_default()}</td>
-                                <td>{rec.usage.map(|u| u.prompt_tokens.to_string()).unwrap_or_default()}</td>
-                                <td>{rec.output_tokens()}</td>
-                                <td>{m.ttft_us.map(view::fmt_ms).unwrap_or_default()}</td>
-                                <td>{m.e2e_us.map(view::fmt_ms).unwrap_or_default()}</td>
-                            </tr>
-                        }
-                    }).collect_view()}
-                </tbody>
-            </table>
-            </div>
-        </div>
-    }
-}
-
-/// The TTFT split table (where the time to first token went), for the first step.
-pub fn ttft_split_table(r: &crate::core::report::Report) -> impl IntoView {
-    let rows = view::ttft_split(r, 0);
-    (!rows.is_empty()).then(|| {
-        view! {
-            <div class="table-scroll" tabindex="0" role="region" aria-label="Where TTFT went">
-            <table data-testid="ttft-split">
-                <caption>"Where TTFT went (step 0, measured window, Resource Timing)"</caption>
-                <thead><tr><th scope="col">"part"</th><th scope="col">"p50"</th><th scope="col">"p99"</th><th scope="col">"requests"</th></tr></thead>
-                <tbody>
-                    {rows.into_iter().map(|(label, p50, p99, n)| view! {
-                        <tr><th scope="row">{label}</th><td>{view::fmt_ms(p50)}</td><td>{view::fmt_ms(p99)}</td><td>{n}</td></tr>
-                    }).collect_view()}
-                </tbody>
-            </table>
-            </div>
-        }
-    })
+    view! { <div class="report__body" data-testid="report-body" inner_html=html::report_body(r, figures)></div> }
 }

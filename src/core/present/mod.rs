@@ -3,5 +3,6 @@
 
 pub mod chart;
 pub mod definitions;
+pub mod html;
 pub mod live;
 pub mod view;
