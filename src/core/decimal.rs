@@ -11,8 +11,8 @@ use std::fmt;
 
 /// `x` with `decimals` digits after the point, rounded half to even on the exact binary
 /// value: the text of `format!("{:.decimals$}", x)`. Decimals above 9 are printed as 9.
-/// Magnitudes of 2^64 and more print through [`Shortest`] plus zero decimals (such
-/// values are never shown by the program; std would print all their exact digits).
+/// Exact below 2^97 (about 1.6e29) in magnitude; larger values print through [`Shortest`]
+/// plus zero decimals (never shown by the program; std would print their exact digits).
 #[derive(Clone, Copy, Debug)]
 pub struct Fixed(pub f64, pub u8);
 
