@@ -3,9 +3,11 @@
 //! `format!("{:.2}", x)` and `format!("{x}")` on an `f64` compile std's Grisu and Dragon
 //! formatters into the wasm with their power-of-ten tables (about 7 KB gzip). The program
 //! already carries `ryu-js` (RFC 8785 numbers need it), and a fixed number of decimals is
-//! an integer division. [`bounded`] replaces `f64::clamp` (whose assertion formats floats). [`Fixed`] and [`Shortest`] print what std prints (tested against
-//! std in `tests/decimal.rs`), so the program formats floats only
-//! through them; `tests/core_purity.rs` rejects a float precision in a format string.
+//! an integer division. [`Fixed`] and [`Shortest`] print what std prints (tested against
+//! std in `tests/decimal.rs`), so the program formats floats only through them (they
+//! ignore width and fill); [`bounded`] replaces `f64::clamp`, whose assertion formats
+//! floats. `tests/core_purity.rs` rejects a float precision in a format string, clippy.toml
+//! disallows `f64::clamp`, and `scripts/sizes.sh` fails when a wasm carries Grisu's table.
 
 use std::fmt;
 
@@ -54,7 +56,7 @@ impl fmt::Display for Fixed {
         let num = u128::from(m) * scale; // < 2^83
         let n: u128 = if e >= 0 {
             if e > 44 {
-                // ≥ 2^97 · 10^d: past u128; never shown by the program.
+                // x ≥ 2^97: m · 10^d · 2^e may pass u128; never shown by the program.
                 Shortest(x).fmt(f)?;
                 if d > 0 {
                     f.write_str(".")?;
@@ -68,7 +70,7 @@ impl fmt::Display for Fixed {
         } else {
             let s = e.unsigned_abs();
             if s >= 128 {
-                0 // below 2^-45: rounds to zero at any supported precision
+                0 // x · 10^d < 2^-45: zero at every supported precision
             } else {
                 let q = num >> s;
                 let r = num & ((1u128 << s) - 1);
