@@ -490,6 +490,8 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
             nav.section.set(super::Section::Run);
         }
     };
+    // The body's markup (charts and tables) is built here, before the time is read.
+    let body = report_body(r, o.figures());
     let timing = format!(
         "Opened in {} ms ({}); charts and tables built in {} ms.",
         Fixed(
@@ -521,7 +523,7 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
                 <button type="button" class="btn btn--primary" data-testid="rerun" on:click=rerun>"Run these pins against my endpoint"</button>
                 " The Run screen opens with this report's workload pins; your endpoint, key and its server pins are yours to probe or type. When the run ends, Compare opens with both."
             </p>
-            {report_body(r, o.figures())}
+            {body}
             <section class="share" aria-label="Share">
                 <button data-testid="download-csv" on:click=csv>"Download records as CSV"</button>
                 <label>" Card theme "
