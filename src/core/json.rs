@@ -4,7 +4,7 @@
 //! private `Content` tree and parse the variant from that, so every variant's fields get a
 //! second parser, compiled once more into each wasm bundle. Here the tag is read and the
 //! other members kept as their JSON text, which the variant's own plain struct then parses
-//! from text, like everything else ([`tagged_deserialize!`]). The JSON accepted and the
+//! from text, like everything else (`tagged_deserialize!`). The JSON accepted and the
 //! errors given are the same: unknown fields, a missing or unknown `kind`, a duplicate
 //! member are refused.
 
