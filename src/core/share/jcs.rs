@@ -2,9 +2,9 @@
 //! (building, then dropping, the tree of a 10,000-request report cost more than
 //! everything else the viewer does). One recursive-descent pass: members are sorted by
 //! UTF-16 code units, strings re-escaped minimally, numbers printed the ECMAScript way.
-//! Its output equals `core::sign::canonical_value` (a test-only oracle) of the parsed text (a
-//! property test checks it), and it rejects what `serde_json` rejects plus duplicate keys and integers
-//! beyond 2^53 (which a signature could not cover exactly).
+//! Its output equals `core::sign::canonical_value` (a test-only oracle) of the parsed
+//! text (a property test checks it), and it rejects what `serde_json` rejects plus
+//! duplicate keys and integers beyond 2^53 (which a signature could not cover exactly).
 
 use crate::core::sign::CanonicalDoc;
 
