@@ -525,13 +525,14 @@ pub fn run(args: &[String]) -> Result<(), CliError> {
             .collect();
         drive(cfg.clone(), calibration, net, rx, clock, a.quiet, secrets).await
     })?;
-    let body = ReportBody::build(created, cfg, slo, Vec::new(), run.env, run.records)
-        .map_err(|e| CliError::Report(format!("could not build the report: {e}")))?;
+    let (body, figures) =
+        ReportBody::build_figured(created, cfg, slo, Vec::new(), run.env, run.records)
+            .map_err(|e| CliError::Report(format!("could not build the report: {e}")))?;
     let invalid = body.client.invalid;
     let findings = body.client.findings.clone();
     let mut report = Report::new(body);
     report
-        .sign(&key)
+        .sign_figured(&key, &figures)
         .map_err(|e| CliError::Report(format!("could not sign the report: {e}")))?;
     let text = report
         .to_json()

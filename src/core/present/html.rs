@@ -75,6 +75,16 @@ pub fn headline(out: &mut String, figures: &[Figure]) {
     out.push_str("</dl>");
 }
 
+/// One chart in its figure box (`figure-chart-<id>`).
+fn chart_figure(out: &mut String, c: &chart::Chart) {
+    let _ = write!(
+        out,
+        r#"<figure class="chart-box" data-testid="figure-chart-{}">{}</figure>"#,
+        escape(&c.id),
+        chart::render_svg(c)
+    );
+}
+
 /// The pins table.
 pub fn pin_table(out: &mut String, rows: &[PinRow]) {
     out.push_str(r#"<div class="table-scroll" tabindex="0" role="region" aria-label="Pins"><table class="pins" data-testid="pins-table"><caption>Pins</caption><thead><tr><th scope="col">pin</th><th scope="col">value</th><th scope="col">status</th><th scope="col">source</th></tr></thead><tbody>"#);
@@ -197,22 +207,13 @@ pub fn report_body(r: &Report, figures: Result<&Summary, &str>) -> String {
                 s.push_str(r#"<div class="charts">"#);
                 for c in chart::report_charts(r, f, st.step) {
                     if c.id != "sweep" {
-                        let _ = write!(
-                            s,
-                            r#"<figure class="chart-box" data-testid="figure-chart-{}">{}</figure>"#,
-                            escape(&c.id),
-                            chart::render_svg(&c)
-                        );
+                        chart_figure(&mut s, &c);
                     }
                 }
                 s.push_str("</div></section>");
             }
             if f.steps.len() > 1 {
-                let _ = write!(
-                    s,
-                    r#"<figure class="chart-box" data-testid="figure-chart-sweep">{}</figure>"#,
-                    chart::render_svg(&chart::sweep_chart(f))
-                );
+                chart_figure(&mut s, &chart::sweep_chart(f));
             }
         }
     }
@@ -367,12 +368,7 @@ pub fn imported(i: &Imported) -> String {
             if r.chunk_times == ChunkTimes::Every
                 || !matches!(c.id.as_str(), "inter-chunk" | "tokens-per-chunk")
             {
-                let _ = write!(
-                    out,
-                    r#"<figure class="chart-box" data-testid="figure-chart-{}">{}</figure>"#,
-                    escape(&c.id),
-                    chart::render_svg(&c)
-                );
+                chart_figure(&mut out, &c);
             }
         }
         out.push_str("</div></section>");

@@ -400,9 +400,15 @@ impl Report {
 
     /// Signs (or re-signs) the report, with a freshly signed card of its body.
     pub fn sign(&mut self, key: &KeyPair) -> Result<(), ReportError> {
-        let pk = key.public_key();
         let figures = self.body.figures()?;
-        let card = self.card_to_sign(&figures)?;
+        self.sign_figured(key, &figures)
+    }
+
+    /// [`Self::sign`] with the body's figures at hand ([`ReportBody::figures`], e.g. from
+    /// [`ReportBody::build_figured`]): the records are not summarised again.
+    pub fn sign_figured(&mut self, key: &KeyPair, figures: &Summary) -> Result<(), ReportError> {
+        let pk = key.public_key();
+        let card = self.card_to_sign(figures)?;
         self.attach_card_signature(SignatureBlock::ed25519(&pk, &key.sign(&card)));
         let body = self.signed_bytes()?;
         self.attach_signature(SignatureBlock::ed25519(&pk, &key.sign(&body)));
