@@ -402,8 +402,23 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
     };
     // Embed: the hosted form when the report has a URL, else the link-only form.
     let base = card::card_page_of_app(&files::page_base());
-    let card_fragment = r.card.as_ref().and_then(|c| c.to_fragment().ok());
-    let card_link = card_fragment.as_ref().map(|f| format!("{base}#{f}"));
+    // The link-only form is compressed by the browser (no compressor in the wasm), so it
+    // appears a moment after the page.
+    let card_link = RwSignal::new(None::<String>);
+    let (copy_msg, set_copy_msg) = signal(String::new());
+    if let Some(json) = r.card.as_ref().and_then(|c| c.fragment_json().ok()) {
+        let base = base.clone();
+        spawn_local(async move {
+            match files::deflate_raw(&json).await {
+                Ok(z) => {
+                    card_link.try_set(Some(format!("{base}#{}", Card::fragment_of_deflated(&z))));
+                }
+                Err(err) => {
+                    set_copy_msg.try_set(err);
+                }
+            }
+        });
+    }
     let hosted = e
         .url
         .as_ref()
@@ -411,10 +426,9 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
     let (theme, set_theme) = signal("light".to_owned());
     let embed_src = {
         let hosted = hosted.clone();
-        let card_link = card_link.clone();
         move || {
             let t = theme.get();
-            match (&hosted, &card_link) {
+            match (&hosted, card_link.get()) {
                 (Some(h), _) => Some(format!("{h}&theme={t}")),
                 (None, Some(l)) => Some(format!("{l}&theme={t}")),
                 _ => None,
@@ -429,7 +443,6 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
             )
         })
     });
-    let (copy_msg, set_copy_msg) = signal(String::new());
     let copy_snippet = move |_| {
         if let Some(s) = snippet.get_untracked() {
             spawn_local(async move {
@@ -459,9 +472,13 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
         SigState::Trusted { name, .. } => Some(name.clone()),
         _ => None,
     };
-    let link_for_svg = card_link.clone().or(hosted.clone()).unwrap_or_default();
+    let hosted_for_svg = hosted.clone();
     let export_svg = move |_| {
         if let Some(c) = &card_for_svg {
+            let link_for_svg = card_link
+                .get_untracked()
+                .or(hosted_for_svg.clone())
+                .unwrap_or_default();
             let t = if theme.get_untracked() == "dark" {
                 Theme::Dark
             } else {
@@ -534,7 +551,7 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
                 </label>
                 <button data-testid="copy-embed" on:click=copy_snippet disabled=move || snippet.get().is_none()>"Copy embed snippet"</button>
                 <button data-testid="export-card-svg" on:click=export_svg>"Export card as SVG"</button>
-                {card_link.map(|l| view! { <a data-testid="card-link" href=l target="_blank" rel="noopener">"Card link (no hosting needed)"</a> })}
+                {move || card_link.get().map(|l| view! { <a data-testid="card-link" href=l target="_blank" rel="noopener">"Card link (no hosting needed)"</a> })}
                 <pre data-testid="embed-snippet">{move || snippet.get().unwrap_or_else(|| "No embed available: the report has no signed card and no URL.".into())}</pre>
                 <p role="status" data-testid="share-status">{move || copy_msg.get()}</p>
             </section>

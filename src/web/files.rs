@@ -130,6 +130,29 @@ pub fn encode_component(s: &str) -> String {
     js_sys::encode_uri_component(s).into()
 }
 
+/// Raw DEFLATE (RFC 1951) of `bytes`, by the browser's `CompressionStream("deflate-raw")`
+/// (so the wasm carries no compressor).
+pub async fn deflate_raw(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let fail = |_: JsValue| {
+        "this browser cannot compress the card link (CompressionStream \"deflate-raw\")".to_owned()
+    };
+    let ctor: js_sys::Function =
+        js_sys::Reflect::get(&js_sys::global(), &"CompressionStream".into())
+            .map_err(fail)?
+            .dyn_into()
+            .map_err(fail)?;
+    let stream = js_sys::Reflect::construct(&ctor, &js_sys::Array::of1(&"deflate-raw".into()))
+        .map_err(fail)?;
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
+    let blob = web_sys::Blob::new_with_u8_array_sequence(&parts).map_err(fail)?;
+    let piped = blob.stream().pipe_through(stream.unchecked_ref());
+    let response = web_sys::Response::new_with_opt_readable_stream(Some(&piped)).map_err(fail)?;
+    let buffer = JsFuture::from(response.array_buffer().map_err(fail)?)
+        .await
+        .map_err(fail)?;
+    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+}
+
 /// Whether the user prefers a dark colour scheme.
 pub fn prefers_dark() -> bool {
     web_sys::window()

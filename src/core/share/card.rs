@@ -403,15 +403,27 @@ impl Card {
         }
     }
 
-    /// The link-only form's fragment value (without `#`).
+    /// The link-only form's fragment value (without `#`), compressed here (raw DEFLATE at
+    /// level 9). The browser app compresses with its own `CompressionStream` instead
+    /// ([`Card::fragment_json`], then [`Card::fragment_of_deflated`]), so no compressor is
+    /// in its wasm; `open_fragment` reads either.
     pub fn to_fragment(&self) -> Result<String, ReportError> {
-        let json = serde_json::to_vec(self).map_err(|e| ReportError::Json(e.to_string()))?;
-        // Raw deflate at the best ordinary level (9), read back by `open_fragment`.
-        let z = miniz_oxide::deflate::compress_to_vec(&json, 9);
-        Ok(format!(
+        let z = miniz_oxide::deflate::compress_to_vec(&self.fragment_json()?, 9);
+        Ok(Self::fragment_of_deflated(&z))
+    }
+
+    /// The bytes the link-only form compresses: the card's JSON.
+    pub fn fragment_json(&self) -> Result<Vec<u8>, ReportError> {
+        serde_json::to_vec(self).map_err(|e| ReportError::Json(e.to_string()))
+    }
+
+    /// The fragment value (without `#`) of [`Card::fragment_json`] compressed by the caller
+    /// as raw DEFLATE (RFC 1951, no zlib or gzip header).
+    pub fn fragment_of_deflated(z: &[u8]) -> String {
+        format!(
             "{FRAGMENT_KEY}{}",
             base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(z)
-        ))
+        )
     }
 
     /// Reads a card from a fragment (with or without `#`; other `&`-separated keys are
