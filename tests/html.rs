@@ -147,3 +147,38 @@ fn imported_files_comparisons_and_claims_are_escaped() {
     ));
     assert_inert(&html::claim(&a, PAYLOAD), "claim");
 }
+
+#[test]
+fn the_run_screens_panels_are_escaped_and_say_what_will_run() {
+    use pinbench::core::pins::{self, PinId, PinProblem, Problem};
+    // The checklist: a field name carrying markup stays text, in its link too.
+    let problems = [PinProblem {
+        pin: PinId::Model,
+        field: PAYLOAD.to_owned(),
+        problem: Problem::Missing,
+    }];
+    let out = html::checklist(&problems);
+    assert_inert(&out, "checklist");
+    assert!(out.contains("Missing or invalid (1):"), "{out}");
+    assert_eq!(
+        html::checklist(&[]),
+        r#"<p class="ok" data-testid="all-pinned">Every pin is set.</p>"#
+    );
+    // The plan of the fixture's run: its origin, requests and tokens, grouped by thousands.
+    let r: Report = serde_json::from_str(FIXTURE).expect("report");
+    let mut plan = pins::plan_summary(&r.body.config, None);
+    let out = html::plan(Some(&(plan.clone(), 1)));
+    assert!(
+        out.contains(&format!("Requests go to {}.", plan.origin)),
+        "{out}"
+    );
+    plan.origin = PAYLOAD.to_owned();
+    plan.duration.1 = PAYLOAD.to_owned();
+    assert_inert(&html::plan(Some(&(plan, 2))), "plan");
+    assert!(html::plan(None).contains("Set every pin to see what will run."));
+    // Known answers of the number and duration texts.
+    let grouped: Vec<String> = [0, 999, 1000, 12_345_678].map(html::group).into();
+    assert_eq!(grouped, ["0", "999", "1,000", "12,345,678"]);
+    let durations: Vec<String> = [45, 200, 7300].map(html::duration_text).into();
+    assert_eq!(durations, ["45 s", "3 min 20 s", "2 h 1 min"]);
+}

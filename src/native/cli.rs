@@ -251,15 +251,7 @@ fn progress_line(p: &Progress, protocol: &str) -> String {
         let filled = (p.dispatched as usize * width / n.max(1) as usize).min(width);
         format!("[{}{}] ", "#".repeat(filled), ".".repeat(width - filled))
     });
-    let errors = if p.errors.is_empty() {
-        "none".to_owned()
-    } else {
-        p.errors
-            .iter()
-            .map(|(k, n)| format!("{k}×{n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let errors = crate::core::view::errors_text(&p.errors);
     format!(
         "step {}/{} {}{}dispatched {}{} · completed {} · in flight {}/{} · {:.0} tok/s aggregate since start · {protocol} · errors: {errors}",
         p.step.0 + 1,

@@ -8,6 +8,7 @@ use leptos::task::spawn_local;
 
 use crate::core::chart;
 use crate::core::decimal::{fixed, Fixed};
+use crate::core::html;
 use crate::core::live::LiveSeries;
 use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{self, wire_name, FitInputs, Provenance, RawConfig, RawField, RunConfig};
@@ -15,6 +16,7 @@ use crate::core::probe;
 use crate::core::report::{Checkpoint, FiguredReport, ProbeSnapshot, Report, ReportBody};
 use crate::core::session::Progress;
 use crate::core::sign::KeyPair;
+use crate::core::view;
 use crate::web::host::{BrowserHost, HostSink, LagMonitor, RunRequest, RunResult, LAG_PROBE_MS};
 use crate::web::store::{
     self, remove_checkpoint, save_checkpoint, stored_checkpoints, CHECKPOINT_PREFIX,
@@ -1022,6 +1024,20 @@ pub fn RunPage() -> impl IntoView {
         })
     });
 
+    // The checklist's links move the focus to their field (one handler for the list).
+    let on_checklist_click = move |ev: leptos::ev::MouseEvent| {
+        use wasm_bindgen::JsCast;
+        let href = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .and_then(|e| e.closest("a[href^='#pin-']").ok().flatten())
+            .and_then(|a| a.get_attribute("href"));
+        if let Some(id) = href.as_deref().and_then(|h| h.strip_prefix('#')) {
+            ev.prevent_default();
+            focus_id(id);
+        }
+    };
+
     let api_key_view = view! {
         <div class="field" data-field="api_key">
             <label class="field__label" for="api-key">"API key"</label>
@@ -1137,53 +1153,12 @@ pub fn RunPage() -> impl IntoView {
                     </fieldset>
                 </div>
                 <div class="run__aside" role="region" aria-label="Before Start">
-                    <div class="panel run__checklist" data-testid="checklist" aria-live="polite">
+                    <div class="panel run__checklist" data-testid="checklist" aria-live="polite" on:click=on_checklist_click>
                         <h3 class="panel__title">"Checklist"</h3>
-                        {move || match pinned.get() {
-                            Ok(_) => view! { <p class="ok" data-testid="all-pinned">"Every pin is set."</p> }.into_any(),
-                            Err(e) => view! {
-                                <p>{format!("Start is disabled until every pin is set. Missing or invalid ({}):", e.problems().len())}</p>
-                                <ul class="checklist">
-                                    {e.problems()
-                                        .iter()
-                                        .map(|p| {
-                                            let target = format!("pin-{}", p.field);
-                                            view! {
-                                                <li data-testid=format!("missing-{}", p.field)>
-                                                    <a href=format!("#{target}") on:click=move |ev| {
-                                                        ev.prevent_default();
-                                                        focus_id(&target);
-                                                    }>{p.to_string()}</a>
-                                                </li>
-                                            }
-                                        })
-                                        .collect_view()}
-                                </ul>
-                            }
-                                .into_any(),
-                        }}
+                        <div inner_html=move || pinned.with(|p| html::checklist(p.as_ref().err().map_or(&[], |e| e.problems())))></div>
                     </div>
-                    <div class=move || format!("panel run__fit run__fit--{}", wire_name(&fit.get().verdict)) data-testid="fit-check">
-                        <h3 class="panel__title">{move || format!("Fit check: {}", fit.get().verdict.label())}</h3>
-                        <ul>{move || fit.get().lines.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}</ul>
-                    </div>
-                    <div class="panel" data-testid="plan-summary">
-                        <h3 class="panel__title">"What will run"</h3>
-                        {move || match summary.get() {
-                            None => view! { <p>"Set every pin to see what will run."</p> }.into_any(),
-                            Some((s, steps)) => view! {
-                                <ul>
-                                    <li data-testid="plan-origin">{format!("Requests go to {}.", s.origin)}</li>
-                                    <li data-testid="plan-requests">{match s.requests {
-                                        Some(n) => format!("{n} requests over {steps} step{}.", if steps == 1 { "" } else { "s" }),
-                                        None => format!("{steps} step{} of timed windows.", if steps == 1 { "" } else { "s" }),
-                                    }}</li>
-                                    {s.tokens.map(|(p, o)| view! { <li data-testid="plan-tokens">{format!("≈ {} prompt tokens and {} output tokens.", group(p), group(o))}</li> })}
-                                    <li data-testid="plan-duration">{if s.duration.0 > 0 { format!("Roughly {} ({}).", duration_text(s.duration.0), s.duration.1) } else { format!("Duration: {}.", s.duration.1) }}</li>
-                                </ul>
-                            }.into_any(),
-                        }}
-                    </div>
+                    <div class=move || format!("panel run__fit run__fit--{}", wire_name(&fit.get().verdict)) data-testid="fit-check" inner_html=move || fit.with(html::fit_check)></div>
+                    <div class="panel" data-testid="plan-summary" inner_html=move || summary.with(|s| html::plan(s.as_ref()))></div>
                     <div class="run__controls">
                         <button type="button" class="btn btn--primary" data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=move |_| on_start(())>"Start"</button>
                         <button type="button" class="btn" data-testid="stop" disabled=move || !running.get() on:click=on_stop>"Stop"</button>
@@ -1249,7 +1224,7 @@ pub fn RunPage() -> impl IntoView {
                     })}{super::viewer::definition_view("live_aggregate", "aggregate, since start")}</dd></div>
                     <div><dt>"TTFT p50 / p90 / p99 so far"</dt><dd><span data-testid="live-ttft">{move || progress.with(|p| live_q(p.ttft_q))}</span>{super::viewer::definition_view("live_ttft", "TTFT so far")}</dd></div>
                     <div><dt>"TPOT p50 / p90 / p99 so far"</dt><dd><span data-testid="live-tpot">{move || progress.with(|p| live_q(p.tpot_q))}</span>{super::viewer::definition_view("live_tpot", "TPOT so far")}</dd></div>
-                    <div><dt>"errors"</dt><dd data-testid="live-errors" class:bad=move || progress.with(|p| !p.errors.is_empty())>{move || progress.with(|p| if p.errors.is_empty() { "none".to_owned() } else { p.errors.iter().map(|(k, n)| format!("{k} × {n}")).collect::<Vec<_>>().join(", ") })}</dd></div>
+                    <div><dt>"errors"</dt><dd data-testid="live-errors" class:bad=move || progress.with(|p| !p.errors.is_empty())>{move || progress.with(|p| view::errors_text(&p.errors))}</dd></div>
                 </dl>
                 <div class="live__charts chart-row" data-testid="live-charts">
                     {move || {
@@ -1283,7 +1258,7 @@ pub fn RunPage() -> impl IntoView {
                         Fixed(if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 }, 0),
                         per_stream,
                         if p.held_by_cap > 0 { format!(" · {} arrivals held back by the in-flight cap", p.held_by_cap) } else { String::new() },
-                        if p.errors.is_empty() { "none".to_owned() } else { p.errors.iter().map(|(k, n)| format!("{k}×{n}")).collect::<Vec<_>>().join(", ") },
+                        view::errors_text(&p.errors),
                     )
                 }}
                 </p>
@@ -1335,28 +1310,6 @@ fn live_q(v: Option<[u64; 3]>) -> String {
             pins::milli(c)
         )
     })
-}
-
-/// 12345678 → "12,345,678".
-fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Seconds as "45 s", "3 min 20 s" or "2 h 5 min".
-fn duration_text(s: u64) -> String {
-    match s {
-        0..=119 => format!("{s} s"),
-        120..=7199 => format!("{} min {} s", s / 60, s % 60),
-        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
-    }
 }
 
 fn results_view(

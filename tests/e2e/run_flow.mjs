@@ -45,6 +45,9 @@ try {
     for (const f of ["model_id", "prompt_tokens", "kv_capacity", "max_num_seqs", "scheduling"]) {
       check(await page.getByTestId(`missing-${f}`).count() === 1, `gate: checklist names ${f}`);
     }
+    await page.getByTestId("missing-kv_capacity").getByRole("link").click();
+    const focused = await page.evaluate(() => document.activeElement?.id);
+    check(focused === "pin-kv_capacity", `gate: a checklist link moves the focus to its field (${focused})`);
     await fill(page, "endpoint_url", `https://127.0.0.1:${ref.https}`);
     await page.getByTestId("probe").click();
     await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 10000 });

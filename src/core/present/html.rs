@@ -1,8 +1,8 @@
 //! Read-only markup as text: a report's body, what the viewer and the Run screen's results
 //! show below a report's header (notes, verdict, each step's headline figures and charts,
 //! the TTFT split, the probe's responses, the pins, the metric translator, the first
-//! requests), an imported result of another tool, a comparison, and what the claim
-//! checker read from a headline.
+//! requests), an imported result of another tool, a comparison, what the claim checker
+//! read from a headline, and the Run screen's checklist, fit check and plan.
 //!
 //! Nothing in it reacts to input (definitions open with `<details>`), so it is built as
 //! one string and set once (`inner_html`), like the card page and the charts' SVG: as
@@ -20,7 +20,7 @@ use crate::core::compare::{Comparison, Row, Verdict};
 use crate::core::decimal::{fixed, Shortest};
 use crate::core::import::{ChunkTimes, Imported};
 use crate::core::metrics::{request_metrics, Summary};
-use crate::core::pins::{wire_name, RunConfig};
+use crate::core::pins::{wire_name, FitCheck, PinProblem, PlanSummary, RunConfig};
 use crate::core::record::RequestRecord;
 use crate::core::report::Report;
 
@@ -183,15 +183,7 @@ pub fn report_body(r: &Report, figures: Result<&Summary, &str>) -> String {
                     n = st.step,
                 );
                 headline(&mut s, &view::headline(st));
-                let errors = if st.errors_by_kind.is_empty() {
-                    "none".to_owned()
-                } else {
-                    st.errors_by_kind
-                        .iter()
-                        .map(|(k, v)| format!("{k} ×{v}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
+                let errors = view::errors_text(&st.errors_by_kind);
                 let _ = write!(
                     s,
                     r#"<p data-testid="errors">Errors by kind: {}</p>"#,
@@ -517,4 +509,105 @@ pub fn claim(a: &ClaimAnalysis, link: &str) -> String {
         l = escape(link),
     );
     out
+}
+
+/// The Run screen's checklist: every pin set, or the problems, each a link to its field
+/// (`#pin-<field>`; the page moves the focus there).
+pub fn checklist(problems: &[PinProblem]) -> String {
+    if problems.is_empty() {
+        return r#"<p class="ok" data-testid="all-pinned">Every pin is set.</p>"#.to_owned();
+    }
+    let mut s = format!(
+        r#"<p>Start is disabled until every pin is set. Missing or invalid ({}):</p><ul class="checklist">"#,
+        problems.len()
+    );
+    for p in problems {
+        let field = escape(&p.field);
+        let _ = write!(
+            s,
+            r##"<li data-testid="missing-{field}"><a href="#pin-{field}">{}</a></li>"##,
+            escape(&p.to_string())
+        );
+    }
+    s.push_str("</ul>");
+    s
+}
+
+/// The fit check's title and findings.
+pub fn fit_check(f: &FitCheck) -> String {
+    let mut s = format!(
+        r#"<h3 class="panel__title">Fit check: {}</h3><ul>"#,
+        f.verdict.label()
+    );
+    for l in &f.lines {
+        let _ = write!(s, "<li>{}</li>", escape(l));
+    }
+    s.push_str("</ul>");
+    s
+}
+
+/// "What will run": where requests go, how many over how many steps, the tokens, and a
+/// rough duration.
+pub fn plan(summary: Option<&(PlanSummary, usize)>) -> String {
+    let mut s = r#"<h3 class="panel__title">What will run</h3>"#.to_owned();
+    let Some((p, steps)) = summary else {
+        s.push_str("<p>Set every pin to see what will run.</p>");
+        return s;
+    };
+    let plural = if *steps == 1 { "" } else { "s" };
+    let _ = write!(
+        s,
+        r#"<ul><li data-testid="plan-origin">Requests go to {}.</li><li data-testid="plan-requests">"#,
+        escape(&p.origin)
+    );
+    let _ = match p.requests {
+        Some(n) => write!(s, "{n} requests over {steps} step{plural}."),
+        None => write!(s, "{steps} step{plural} of timed windows."),
+    };
+    s.push_str("</li>");
+    if let Some((pt, ot)) = p.tokens {
+        let _ = write!(
+            s,
+            r#"<li data-testid="plan-tokens">≈ {} prompt tokens and {} output tokens.</li>"#,
+            group(pt),
+            group(ot)
+        );
+    }
+    let _ = if p.duration.0 > 0 {
+        write!(
+            s,
+            r#"<li data-testid="plan-duration">Roughly {} ({}).</li></ul>"#,
+            duration_text(p.duration.0),
+            escape(&p.duration.1)
+        )
+    } else {
+        write!(
+            s,
+            r#"<li data-testid="plan-duration">Duration: {}.</li></ul>"#,
+            escape(&p.duration.1)
+        )
+    };
+    s
+}
+
+/// 12345678 → "12,345,678".
+pub fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Seconds as "45 s", "3 min 20 s" or "2 h 5 min".
+pub fn duration_text(s: u64) -> String {
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
 }

@@ -233,6 +233,22 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
     ]
 }
 
+/// Errors counted by kind, as every screen and the command line print them:
+/// `"timeout × 2, http 503 × 1"`, or `"none"`.
+pub fn errors_text(errors: &std::collections::BTreeMap<String, u32>) -> String {
+    if errors.is_empty() {
+        return "none".to_owned();
+    }
+    let mut out = String::new();
+    for (k, n) in errors {
+        if !out.is_empty() {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "{k} × {n}");
+    }
+    out
+}
+
 /// Formats µs as ms with two decimals.
 pub fn fmt_ms(us: u64) -> String {
     format!("{} ms", Fixed(us as f64 / 1000.0, 2))
@@ -729,6 +745,15 @@ pub use metrics::Windows;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_are_counted_by_kind_in_one_text() {
+        let mut e = std::collections::BTreeMap::new();
+        assert_eq!(errors_text(&e), "none");
+        e.insert("timeout".to_owned(), 2);
+        e.insert("http 503".to_owned(), 1);
+        assert_eq!(errors_text(&e), "http 503 × 1, timeout × 2");
+    }
 
     #[test]
     fn csv_cells_are_quoted_and_defused() {
