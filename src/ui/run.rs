@@ -1221,9 +1221,9 @@ pub fn RunPage() -> impl IntoView {
                     <div><dt>"aggregate, since start"</dt><dd>{move || progress.with(|p| {
                         let elapsed = (p.now_us.saturating_sub(p.started_us)) as f64 / 1e6;
                         format!("{} tok/s", Fixed(if elapsed > 0.0 { p.tokens as f64 / elapsed } else { 0.0 }, 0))
-                    })}{super::viewer::definition_view("live_aggregate", "aggregate, since start")}</dd></div>
-                    <div><dt>"TTFT p50 / p90 / p99 so far"</dt><dd><span data-testid="live-ttft">{move || progress.with(|p| live_q(p.ttft_q))}</span>{super::viewer::definition_view("live_ttft", "TTFT so far")}</dd></div>
-                    <div><dt>"TPOT p50 / p90 / p99 so far"</dt><dd><span data-testid="live-tpot">{move || progress.with(|p| live_q(p.tpot_q))}</span>{super::viewer::definition_view("live_tpot", "TPOT so far")}</dd></div>
+                    })}{definition("live_aggregate", "aggregate, since start")}</dd></div>
+                    <div><dt>"TTFT p50 / p90 / p99 so far"</dt><dd><span data-testid="live-ttft">{move || progress.with(|p| live_q(p.ttft_q))}</span>{definition("live_ttft", "TTFT so far")}</dd></div>
+                    <div><dt>"TPOT p50 / p90 / p99 so far"</dt><dd><span data-testid="live-tpot">{move || progress.with(|p| live_q(p.tpot_q))}</span>{definition("live_tpot", "TPOT so far")}</dd></div>
                     <div><dt>"errors"</dt><dd data-testid="live-errors" class:bad=move || progress.with(|p| !p.errors.is_empty())>{move || progress.with(|p| view::errors_text(&p.errors))}</dd></div>
                 </dl>
                 <div class="live__charts chart-row" data-testid="live-charts">
@@ -1310,6 +1310,13 @@ fn live_q(v: Option<[u64; 3]>) -> String {
             pins::milli(c)
         )
     })
+}
+
+/// A number's definition behind its disclosure (the markup of `core::html`, as in reports).
+fn definition(key: &str, label: &str) -> impl IntoView {
+    let mut d = String::new();
+    html::definition(&mut d, key, label);
+    view! { <div class="def-slot" inner_html=d></div> }
 }
 
 fn results_view(

@@ -329,18 +329,6 @@ fn import_view(i: &Imported) -> impl IntoView {
     view! { <article class="report" data-testid="import-view" aria-label="Imported result" inner_html=html::imported(i)></article> }
 }
 
-/// A number's definition, behind a small "?" that opens it (keyboard and pointer).
-pub fn definition_view(key: &'static str, label: &str) -> impl IntoView {
-    crate::core::definitions::definition(key).map(|d| {
-        view! {
-            <details class="def" data-testid=format!("def-{key}")>
-                <summary aria-label=format!("What “{label}” means")>"definition"</summary>
-                <p>{d.text()}</p>
-            </details>
-        }
-    })
-}
-
 fn sig_class(s: &SigState) -> &'static str {
     match s {
         SigState::Trusted { .. } => "sig sig--valid",
