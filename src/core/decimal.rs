@@ -37,6 +37,9 @@ pub fn fixed(x: f64, decimals: u8) -> String {
     Fixed(x, decimals).to_string()
 }
 
+/// 10^19, the largest power of ten below 2^64.
+const TEN19: u128 = 10_000_000_000_000_000_000;
+
 impl fmt::Display for Fixed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (x, d) = (self.0, u32::from(self.1.min(9)));
@@ -85,9 +88,16 @@ impl fmt::Display for Fixed {
         if x.is_sign_negative() {
             f.write_str("-")?;
         }
-        write!(f, "{}", n / scale)?;
+        // The integer part (< 2^97) as two u64 halves: no u128 formatter in the wasm.
+        let int = n / scale;
+        let (hi, lo) = ((int / TEN19) as u64, (int % TEN19) as u64);
+        if hi > 0 {
+            write!(f, "{hi}{lo:019}")?;
+        } else {
+            write!(f, "{lo}")?;
+        }
         if d > 0 {
-            let frac = (n % scale).to_string();
+            let frac = ((n % scale) as u64).to_string();
             f.write_str(".")?;
             for _ in frac.len()..d as usize {
                 f.write_str("0")?;

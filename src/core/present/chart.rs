@@ -95,7 +95,7 @@ pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
         return vec![lo];
     }
     let raw = (hi - lo) / n as f64;
-    let mag = 10f64.powf(raw.log10().floor());
+    let mag = 10f64.powi(raw.log10().floor() as i32);
     let step = [1.0, 2.0, 5.0, 10.0]
         .iter()
         .map(|m| m * mag)
@@ -470,7 +470,12 @@ pub fn log_bins_of_histogram(encoded: &str, bins: usize) -> Vec<(f64, f64)> {
     counts
         .into_iter()
         .enumerate()
-        .map(|(i, c)| (10f64.powf(a + (i as f64 + 0.5) * width), c))
+        .map(|(i, c)| {
+            (
+                (std::f64::consts::LN_10 * (a + (i as f64 + 0.5) * width)).exp(),
+                c,
+            )
+        })
         .collect()
 }
 

@@ -185,7 +185,7 @@ impl Rng {
     pub fn gamma(&mut self, shape: f64) -> f64 {
         if shape < 1.0 {
             let u = self.unit();
-            return self.gamma(shape + 1.0) * u.powf(1.0 / shape);
+            return self.gamma(shape + 1.0) * (u.ln() / shape).exp();
         }
         let d = shape - 1.0 / 3.0;
         let c = 1.0 / (9.0 * d).sqrt();
