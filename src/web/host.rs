@@ -6,7 +6,6 @@
 //! session's.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
 use serde::{Deserialize, Serialize};
@@ -112,7 +111,9 @@ impl Drop for LagMonitor {
 /// The network side of the session: one streaming `fetch` per request.
 struct Net {
     state: Weak<RefCell<State>>,
-    controllers: HashMap<u32, web_sys::AbortController>,
+    /// The in-flight requests' abort handles, by request id (a few hundred at most: a
+    /// list, not a hash map, whose code and hasher the wasm would carry for this alone).
+    controllers: Vec<(u32, web_sys::AbortController)>,
     api_key: Option<String>,
     extra_header: Option<(String, String)>,
 }
@@ -128,7 +129,7 @@ impl Transport for Net {
             });
             return;
         };
-        self.controllers.insert(req.id, controller.clone());
+        self.controllers.push((req.id, controller.clone()));
         let request = build_request(
             req,
             self.api_key.as_deref(),
@@ -146,7 +147,7 @@ impl Transport for Net {
     }
 
     fn abort(&mut self, id: u32) {
-        if let Some(c) = self.controllers.get(&id) {
+        if let Some((_, c)) = self.controllers.iter().find(|(i, _)| *i == id) {
             c.abort();
         }
     }
@@ -257,7 +258,7 @@ fn end_request(st: &Weak<RefCell<State>>, id: u32, end: StreamEnd) {
     let Some(st) = st.upgrade() else { return };
     {
         let mut s = st.borrow_mut();
-        s.net.controllers.remove(&id);
+        s.net.controllers.retain(|(i, _)| *i != id);
         if let Some(sess) = s.session.as_mut() {
             sess.on_end(id, t, end);
         }
@@ -384,7 +385,7 @@ impl BrowserHost {
                 session: Some(session),
                 net: Net {
                     state: weak.clone(),
-                    controllers: HashMap::new(),
+                    controllers: Vec::new(),
                     api_key: req.api_key,
                     extra_header: req.extra_header,
                 },

@@ -137,6 +137,26 @@ try {
     check(s.concurrency.achieved_mean_milli < 8000, `http/1.1 c=16: achieved mean concurrency ${s.concurrency.achieved_mean_milli / 1000} is far below the target 16`);
     check(report.body.client.invalid && report.body.client.findings.some((f) => f.includes("client")), "http/1.1 c=16: report names the client as the limit");
   }
+  // Stop: the requests in flight are aborted (the server sees its streams end early), and
+  // the report keeps them as `aborted` beside the ones that completed.
+  {
+    const { page } = await newPage();
+    await pinRun(page, `https://127.0.0.1:${ref.https}`, 4, [0, 40, 0], { output_tokens: "1500" });
+    const since = (await (await fetch(`http://127.0.0.1:${ref.http}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
+    await page.getByTestId("start").click();
+    await page.waitForFunction(() => /completed [1-9]/.test(document.querySelector('[data-testid="live"]')?.textContent ?? ""), null, { polling: 250, timeout: 60000 });
+    await page.getByTestId("stop").click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="download-report"]') !== null, null, { polling: 250, timeout: 30000 });
+    const [dl] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
+    const stopped = JSON.parse(fs.readFileSync(await dl.path(), "utf8"));
+    const kinds = {};
+    for (const r of stopped.body.records) kinds[r.outcome.kind] = (kinds[r.outcome.kind] ?? 0) + 1;
+    check((kinds.aborted ?? 0) >= 1 && (kinds.ok ?? 0) >= 1 && stopped.body.records.length < 40, `stop: the report keeps completed and aborted requests, and no more were sent (${JSON.stringify(kinds)})`);
+    check(!(await page.getByTestId("start").isDisabled()), "stop: Start is enabled again");
+    const truths = await (await fetch(`http://127.0.0.1:${ref.http}/truth?since=${since}`)).json();
+    const cut = truths.filter((t) => t.completion_tokens < 1500);
+    check(cut.length >= 1 && cut.length <= (kinds.aborted ?? 0), `stop: the server saw ${cut.length} stream(s) end before 1500 tokens (${kinds.aborted ?? 0} aborted)`);
+  }
   // A sweep (closed loop c = 1, 4) and an open loop (Poisson 40 req/s, cap 8, 1 s measured).
   {
     const { page } = await newPage();
