@@ -16,6 +16,7 @@ mod fit;
 mod form;
 mod parse;
 mod raw;
+mod read;
 
 pub use fit::*;
 pub use form::*;
@@ -478,8 +479,7 @@ pub struct KvPin {
 }
 
 /// A fully pinned run configuration. Only [`TryFrom<&RawConfig>`] builds one from input.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunConfig {
     /// Where requests go.
     pub endpoint: Endpoint,
@@ -509,6 +509,14 @@ pub struct RunConfig {
     pub sampling: Pinned<Sampling>,
 }
 
+/// Read by `read::run_config` over a JSON tree, not by a derived reader (the same JSON
+/// accepted and refused; see that module).
+impl<'de> Deserialize<'de> for RunConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        read::run_config(&v).map_err(serde::de::Error::custom)
+    }
+}
 /// The pins of docs/DEFINITIONS.md §1 (plus the endpoint itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
