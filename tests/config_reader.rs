@@ -259,3 +259,69 @@ fn a_refusal_names_the_value_and_what_is_wrong() {
         ));
     }
 }
+
+/// A card's load step is read by the same reader (`deserialize_load_step`): it accepts
+/// and refuses what `LoadStep`'s serde reader does.
+#[test]
+fn a_cards_load_step_reads_as_serde_reads_it() {
+    use pinbench::core::pins::LoadStep;
+    #[derive(Deserialize)]
+    struct Ours {
+        #[serde(deserialize_with = "pinbench::core::pins::deserialize_load_step")]
+        load: LoadStep,
+    }
+    #[derive(Deserialize)]
+    struct Derived {
+        load: LoadStep,
+    }
+    let valid = [
+        json!({"kind": "closed", "concurrency": 4}),
+        json!({"kind": "open", "rate_milli_rps": 2500, "arrival": {"kind": "gamma", "shape_milli": 700}, "in_flight_cap": 64}),
+        json!({"kind": "open", "rate_milli_rps": 1000, "arrival": {"kind": "poisson"}, "in_flight_cap": 8}),
+    ];
+    let mut docs = Vec::new();
+    for base in valid {
+        let mut all = Vec::new();
+        paths(&base, &mut Vec::new(), &mut all);
+        docs.push(base.clone());
+        for path in all {
+            for r in [
+                json!(null),
+                json!(-1),
+                json!(1.5),
+                json!(4_294_967_296u64),
+                json!("open"),
+                json!({}),
+                json!({"kind": "poisson"}),
+                json!({"kind": "gamma", "shape_milli": 1, "x": 1}),
+            ] {
+                let mut v = base.clone();
+                *at_mut(&mut v, &path) = r;
+                docs.push(v);
+            }
+        }
+    }
+    let (mut accepted, mut refused) = (0, 0);
+    for d in &docs {
+        let text = json!({ "load": d }).to_string();
+        match (
+            serde_json::from_str::<Ours>(&text),
+            serde_json::from_str::<Derived>(&text),
+        ) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.load, b.load, "{text}");
+                accepted += 1;
+            }
+            (Err(_), Err(_)) => refused += 1,
+            (a, b) => panic!(
+                "the readers disagree on {text}: {:?} vs {:?}",
+                a.is_ok(),
+                b.is_ok()
+            ),
+        }
+    }
+    assert!(
+        accepted >= 3 && refused >= 40,
+        "{accepted} accepted, {refused} refused"
+    );
+}

@@ -18,6 +18,8 @@ mod parse;
 mod raw;
 mod read;
 
+pub use read::deserialize_load_step;
+
 pub use fit::*;
 pub use form::*;
 pub use parse::*;

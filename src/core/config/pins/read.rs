@@ -214,7 +214,8 @@ fn load(v: &Value) -> R<Load> {
     })
 }
 
-fn load_step(v: &Value) -> R<LoadStep> {
+/// One load step (`{"kind": "closed" | "open", …}`).
+pub fn load_step(v: &Value) -> R<LoadStep> {
     let (kind, m) = tagged(v, &["closed", "open"])?;
     Ok(match kind {
         0 => {
@@ -452,4 +453,12 @@ fn one_of(names: &[&str]) -> String {
         [one] => format!("`{one}`"),
         _ => format!("one of `{}`", names.join("`, `")),
     }
+}
+
+/// A `LoadStep` member of another type read the same way (`#[serde(deserialize_with)]`),
+/// so serde's derived `LoadStep` reader is not compiled in for it.
+pub fn deserialize_load_step<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LoadStep, D::Error> {
+    use serde::Deserialize as _;
+    let v = Value::deserialize(d)?;
+    load_step(&v).map_err(serde::de::Error::custom)
 }
