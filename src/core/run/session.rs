@@ -66,7 +66,7 @@ pub enum Wake {
 }
 
 /// Live progress, cheap to take (the host publishes it at a few Hz).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Progress {
     /// Current step (0-based) and number of steps.
     pub step: (usize, usize),
@@ -102,6 +102,67 @@ pub struct Progress {
     pub tpot_q: Option<[u64; 3]>,
 }
 
+/// Read through a JSON tree: `Progress` is the run worker's message to the page, written
+/// by this program, and this reader is a few hundred bytes of wasm where serde's derived
+/// one was 7 KB. Missing `Option` members read as `None`, as serde reads them.
+impl<'de> Deserialize<'de> for Progress {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        progress_of(&v).ok_or_else(|| serde::de::Error::custom("not a run's progress"))
+    }
+}
+
+fn progress_of(v: &serde_json::Value) -> Option<Progress> {
+    use serde_json::Value;
+    let n = |k: &str| v.get(k)?.as_u64();
+    let n32 = |x: &Value| u32::try_from(x.as_u64()?).ok();
+    let opt = |k: &str| v.get(k).filter(|x| !x.is_null());
+    let list = |x: &Value, len: usize| x.as_array().filter(|a| a.len() == len).cloned();
+    let pair = |k: &str| {
+        let a = list(v.get(k)?, 2)?;
+        Some((a[0].as_u64()?, a[1].as_u64()?))
+    };
+    let quantiles = |k: &str| -> Option<Option<[u64; 3]>> {
+        match opt(k) {
+            None => Some(None),
+            Some(x) => {
+                let a = list(x, 3)?;
+                Some(Some([a[0].as_u64()?, a[1].as_u64()?, a[2].as_u64()?]))
+            }
+        }
+    };
+    let (step, in_flight, decode) = (pair("step")?, pair("in_flight")?, pair("decode")?);
+    let mut errors = BTreeMap::new();
+    for (k, c) in v.get("errors")?.as_object()? {
+        errors.insert(k.clone(), n32(c)?);
+    }
+    Some(Progress {
+        step: (usize::try_from(step.0).ok()?, usize::try_from(step.1).ok()?),
+        dispatched: n32(v.get("dispatched")?)?,
+        completed: n32(v.get("completed")?)?,
+        planned: match opt("planned") {
+            None => None,
+            Some(x) => Some(n32(x)?),
+        },
+        in_flight: (
+            u32::try_from(in_flight.0).ok()?,
+            u32::try_from(in_flight.1).ok()?,
+        ),
+        tokens: n("tokens")?,
+        started_us: n("started_us")?,
+        now_us: n("now_us")?,
+        phase: match opt("phase") {
+            None => None,
+            Some(x) => Some(x.as_str()?.to_owned()),
+        },
+        errors,
+        decode: (decode.0, u32::try_from(decode.1).ok()?),
+        held_by_cap: n32(v.get("held_by_cap")?)?,
+        finished: v.get("finished")?.as_bool()?,
+        ttft_q: quantiles("ttft_q")?,
+        tpot_q: quantiles("tpot_q")?,
+    })
+}
 /// The live quantiles shown while a run goes.
 pub const LIVE_QUANTILES: [f64; 3] = [0.5, 0.9, 0.99];
 

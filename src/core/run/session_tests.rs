@@ -638,3 +638,56 @@ fn continuous_usage_is_requested_when_the_engine_pin_is_vllm() {
         );
     }
 }
+
+/// The worker's progress message reads back as it was written, with every optional member
+/// set or not, and what is not a progress is refused.
+#[test]
+fn progress_reads_back_as_written() {
+    let mut full = Progress {
+        step: (1, 3),
+        dispatched: 40,
+        completed: 38,
+        planned: Some(96),
+        in_flight: (2, 8),
+        tokens: 1 << 40,
+        started_us: 5,
+        now_us: u64::MAX,
+        phase: Some("measured".into()),
+        errors: BTreeMap::new(),
+        decode: (123_456, 7),
+        held_by_cap: 3,
+        finished: true,
+        ttft_q: Some([1, 2, 3]),
+        tpot_q: Some([4, 5, u64::MAX]),
+    };
+    full.errors.insert("timeout".into(), 2);
+    full.errors.insert("http 503".into(), u32::MAX);
+    for p in [full, Progress::default()] {
+        let text = serde_json::to_string(&p).expect("ser");
+        let back: Progress = serde_json::from_str(&text).expect(&text);
+        assert_eq!(back, p, "{text}");
+    }
+    // Members serde treats as optional may be missing.
+    let mut v = serde_json::to_value(Progress::default()).expect("ser");
+    for k in ["planned", "phase", "ttft_q", "tpot_q"] {
+        v.as_object_mut().expect("object").remove(k);
+    }
+    assert_eq!(
+        serde_json::from_value::<Progress>(v.clone()).expect("reads"),
+        Progress::default()
+    );
+    for (k, bad) in [
+        ("completed", serde_json::json!(-1)),
+        ("completed", serde_json::json!(4_294_967_296u64)),
+        ("step", serde_json::json!([1])),
+        ("ttft_q", serde_json::json!([1, 2])),
+        ("errors", serde_json::json!({"timeout": "2"})),
+        ("finished", serde_json::json!(1)),
+        ("phase", serde_json::json!(3)),
+    ] {
+        let mut w = v.clone();
+        w[k] = bad;
+        assert!(serde_json::from_value::<Progress>(w).is_err(), "{k}");
+    }
+    assert!(serde_json::from_str::<Progress>("[]").is_err());
+}
