@@ -116,6 +116,11 @@ fn at_mut<'a>(v: &'a mut Value, path: &[String]) -> &'a mut Value {
 
 /// The documents: each valid configuration, and its mutations.
 fn corpus() -> Vec<Value> {
+    mutations(valid_configs())
+}
+
+/// Each of `bases`, and its mutations at every value.
+fn mutations(bases: Vec<Value>) -> Vec<Value> {
     let replacements = [
         json!(null),
         json!(true),
@@ -152,7 +157,7 @@ fn corpus() -> Vec<Value> {
         "nope",
     ];
     let mut out = Vec::new();
-    for base in valid_configs() {
+    for base in bases {
         out.push(base.clone());
         let mut all = Vec::new();
         paths(&base, &mut Vec::new(), &mut all);
@@ -177,11 +182,13 @@ fn corpus() -> Vec<Value> {
                 _ => unreachable!("a parent is an object or an array"),
             }
             out.push(v);
-            let mut v = base.clone();
-            if let Value::Object(m) = at_mut(&mut v, parent) {
-                m.insert("zz_unknown".into(), json!(1));
+            for unknown in ["zz_unknown", "kind"] {
+                let mut v = base.clone();
+                if let Value::Object(m) = at_mut(&mut v, parent) {
+                    m.entry(unknown).or_insert(json!("requests"));
+                }
+                out.push(v);
             }
-            out.push(v);
             if last == "kind" {
                 for k in kinds {
                     let mut v = base.clone();
@@ -323,5 +330,50 @@ fn a_cards_load_step_reads_as_serde_reads_it() {
     assert!(
         accepted >= 3 && refused >= 40,
         "{accepted} accepted, {refused} refused"
+    );
+}
+
+/// A card's body (typed, or the first text form) is read by the same readers: it accepts
+/// and refuses what serde's derived `TypedBody` and `LegacyBody` readers do, and reads
+/// the same card.
+#[test]
+fn a_card_body_reads_as_serde_reads_it() {
+    use pinbench::core::card::{CardBody, LegacyBody, TypedBody};
+    let doc = |text: &str| serde_json::from_str::<Value>(text).expect("fixture");
+    let typed = doc(include_str!("fixtures/report_signed.json"))["card"]["body"].clone();
+    let legacy = doc(include_str!("fixtures/report_card_v1.json"))["card"]["body"].clone();
+    let mut other = typed.clone();
+    other["step"]["windows"] = json!({"measured": null});
+    other["step"]["ttft_us"] = json!(null);
+    other["step"]["load"] = json!({"kind": "open", "rate_milli_rps": 1500, "arrival": {"kind": "poisson"}, "in_flight_cap": 4});
+    other["notes"] = json!(["a note", ""]);
+    let mut other_legacy = legacy.clone();
+    other_legacy["pins"] = json!([{"label": "a", "value": "b"}, {"label": "c", "value": "d", "window": "steady window"}]);
+    let docs = mutations(vec![typed, legacy, other, other_legacy]);
+    let (mut typed_n, mut legacy_n, mut refused) = (0, 0, 0);
+    for d in &docs {
+        let text = d.to_string();
+        let ours = serde_json::from_str::<CardBody>(&text).ok();
+        let derived = match serde_json::from_str::<TypedBody>(&text) {
+            Ok(t) => Some(CardBody::Typed(Box::new(t))),
+            Err(_) => serde_json::from_str::<LegacyBody>(&text)
+                .ok()
+                .map(CardBody::Legacy),
+        };
+        assert_eq!(
+            ours,
+            derived,
+            "{text}\n derived: {:?}",
+            serde_json::from_str::<TypedBody>(&text).err()
+        );
+        match ours {
+            Some(CardBody::Typed(_)) => typed_n += 1,
+            Some(CardBody::Legacy(_)) => legacy_n += 1,
+            None => refused += 1,
+        }
+    }
+    assert!(
+        typed_n >= 20 && legacy_n >= 10 && refused >= 1_000,
+        "{typed_n} typed, {legacy_n} legacy, {refused} refused"
     );
 }

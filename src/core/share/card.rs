@@ -8,12 +8,13 @@ use sha2::{Digest, Sha256};
 
 use crate::core::chart::escape;
 use crate::core::decimal::Shortest;
-use crate::core::metrics::{Dist, Summary, Windows};
-use crate::core::pins::{LoadStep, RunConfig};
+use crate::core::metrics::{Dist, Summary, WindowFigures, Windows};
+use crate::core::pins::{read, LoadStep, RunConfig};
 use crate::core::report::{self, Report, ReportError, SignatureBlock, Verification};
 use crate::core::sign::{self, KeyPair};
 use crate::core::view;
 use crate::core::viewer::{SigState, TrustedKeys};
+use serde_json::Value;
 
 /// Card schema id (typed data).
 pub const CARD_SCHEMA: &str = "pinbench.card/v2";
@@ -133,16 +134,152 @@ pub enum CardBody {
     Legacy(LegacyBody),
 }
 
+/// Read through a JSON tree, by the configuration's readers (`core::pins::read`) and the
+/// small ones below, not serde's derived readers of `TypedBody` and `LegacyBody`: the same
+/// JSON accepted and refused (`tests/config_reader.rs` checks it), in less wasm.
 impl<'de> Deserialize<'de> for CardBody {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
-        match serde_json::from_str::<TypedBody>(raw.get()) {
+        let v = serde_json::Value::deserialize(d)?;
+        match typed_body(&v) {
             Ok(t) => Ok(CardBody::Typed(Box::new(t))),
-            Err(typed) => serde_json::from_str::<LegacyBody>(raw.get())
+            Err(typed) => legacy_body(&v)
                 .map(CardBody::Legacy)
                 .map_err(|_| serde::de::Error::custom(format!("not a card body: {typed}"))),
         }
     }
+}
+
+fn typed_body(v: &Value) -> read::R<TypedBody> {
+    let m = read::object(
+        v,
+        &[
+            "report_digest",
+            "created",
+            "config",
+            "step",
+            "client_invalid",
+            "steps",
+            "records",
+            "notes",
+        ],
+    )?;
+    Ok(TypedBody {
+        report_digest: read::field(m, "report_digest", read::string)?,
+        created: read::field(m, "created", read::string)?,
+        config: read::field(m, "config", read::run_config)?,
+        step: read::field(m, "step", card_step)?,
+        client_invalid: read::field(m, "client_invalid", read::boolean)?,
+        steps: read::field(m, "steps", read::uint32)?,
+        records: read::field(m, "records", read::uint32)?,
+        notes: read::field(m, "notes", |v| read::list(v, read::string))?,
+    })
+}
+
+fn card_step(v: &Value) -> read::R<CardStep> {
+    let m = read::object(
+        v,
+        &[
+            "load",
+            "measured",
+            "windows",
+            "decode_speed_milli",
+            "ttft_us",
+            "tpot_us",
+        ],
+    )?;
+    Ok(CardStep {
+        load: read::field(m, "load", read::load_step)?,
+        measured: read::field(m, "measured", read::uint32)?,
+        windows: read::field(m, "windows", |v| {
+            let m = read::object(v, &["measured", "steady"])?;
+            Ok(Windows {
+                measured: read::optional(m, "measured", window_figures)?,
+                steady: read::optional(m, "steady", window_figures)?,
+            })
+        })?,
+        decode_speed_milli: read::optional(m, "decode_speed_milli", dist)?,
+        ttft_us: read::optional(m, "ttft_us", dist)?,
+        tpot_us: read::optional(m, "tpot_us", dist)?,
+    })
+}
+
+fn window_figures(v: &Value) -> read::R<WindowFigures> {
+    let m = read::object(
+        v,
+        &[
+            "start_us",
+            "end_us",
+            "output_tokens",
+            "aggregate_output_milli",
+        ],
+    )?;
+    Ok(WindowFigures {
+        start_us: read::field(m, "start_us", read::uint64)?,
+        end_us: read::field(m, "end_us", read::uint64)?,
+        output_tokens: read::field(m, "output_tokens", read::uint64)?,
+        aggregate_output_milli: read::field(m, "aggregate_output_milli", read::uint64)?,
+    })
+}
+
+fn dist(v: &Value) -> read::R<Dist> {
+    const FIELDS: [&str; 9] = [
+        "count", "min", "mean", "p50", "p90", "p95", "p99", "p999", "max",
+    ];
+    let m = read::object(v, &FIELDS)?;
+    let mut n = [0u64; 9];
+    for (x, name) in n.iter_mut().zip(FIELDS) {
+        *x = read::field(m, name, read::uint64)?;
+    }
+    let [count, min, mean, p50, p90, p95, p99, p999, max] = n;
+    Ok(Dist {
+        count,
+        min,
+        mean,
+        p50,
+        p90,
+        p95,
+        p99,
+        p999,
+        max,
+    })
+}
+
+fn legacy_body(v: &Value) -> read::R<LegacyBody> {
+    let m = read::object(
+        v,
+        &[
+            "report_digest",
+            "created",
+            "model",
+            "pins",
+            "headline",
+            "client_invalid",
+            "steps",
+        ],
+    )?;
+    let items = |v: &Value| read::list(v, read_item);
+    Ok(LegacyBody {
+        report_digest: read::field(m, "report_digest", read::string)?,
+        created: read::field(m, "created", read::string)?,
+        model: read::field(m, "model", read::string)?,
+        pins: read::field(m, "pins", items)?,
+        headline: read::field(m, "headline", items)?,
+        client_invalid: read::field(m, "client_invalid", read::boolean)?,
+        steps: read::field(m, "steps", read::uint32)?,
+    })
+}
+
+fn read_item(v: &Value) -> read::R<Item> {
+    let m = read::object(v, &["label", "value", "window"])?;
+    Ok(Item {
+        label: read::field(m, "label", read::string)?,
+        value: read::field(m, "value", read::string)?,
+        // `#[serde(default)]`: missing is empty, `null` is not a string.
+        window: match m.get("window") {
+            None => String::new(),
+            Some(_) => read::field(m, "window", read::string)?,
+        },
+    })
 }
 
 impl CardBody {

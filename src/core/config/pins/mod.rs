@@ -16,7 +16,7 @@ mod fit;
 mod form;
 mod parse;
 mod raw;
-mod read;
+pub(crate) mod read;
 
 pub use read::deserialize_load_step;
 

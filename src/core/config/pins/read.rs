@@ -7,7 +7,8 @@
 //! field, an unknown `kind` or variant, a value of the wrong type or out of range — each
 //! named with the path of the value (`kv: capacity: value: value: unknown variant …`).
 //! `tests/config_reader.rs` checks this against serde's derived reader over about 5,000
-//! configurations, valid and mutated.
+//! configurations, valid and mutated. A card's body is read by these functions too
+//! (`core::card`).
 //!
 //! One difference: a `Value` keeps the last of two equal keys, where serde refuses them.
 //! Reports are refused for duplicate keys before they are read
@@ -26,7 +27,7 @@ use super::{
 use crate::core::dialect::{Dialect, LengthEnforcement};
 
 /// A refusal: the path of the value and what is wrong with it.
-type R<T> = Result<T, String>;
+pub(crate) type R<T> = Result<T, String>;
 
 /// Reads a configuration from its JSON tree.
 pub fn run_config(v: &Value) -> R<RunConfig> {
@@ -394,40 +395,48 @@ fn variant<'a>(m: &'a Map<String, Value>, fields: &[&str]) -> R<&'a Map<String, 
 }
 
 /// An object whose members are all in `fields`.
-fn object<'a>(v: &'a Value, fields: &[&str]) -> R<&'a Map<String, Value>> {
+pub(crate) fn object<'a>(v: &'a Value, fields: &[&str]) -> R<&'a Map<String, Value>> {
     let m = v.as_object().ok_or_else(|| invalid(v, "an object"))?;
-    variant(m, fields)
+    match m.keys().find(|k| !fields.contains(&k.as_str())) {
+        Some(k) => Err(unknown_field(k, fields)),
+        None => Ok(m),
+    }
 }
 
 /// A member, read by `read`; a refusal is prefixed with the member's name.
-fn field<T>(m: &Map<String, Value>, name: &str, read: fn(&Value) -> R<T>) -> R<T> {
+pub(crate) fn field<T>(m: &Map<String, Value>, name: &str, read: fn(&Value) -> R<T>) -> R<T> {
     let v = m
         .get(name)
         .ok_or_else(|| format!("missing field `{name}`"))?;
     read(v).map_err(|e| format!("{name}: {e}"))
 }
 
-fn string(v: &Value) -> R<String> {
+/// A string.
+pub(crate) fn string(v: &Value) -> R<String> {
     v.as_str()
         .map(str::to_owned)
         .ok_or_else(|| invalid(v, "a string"))
 }
 
-fn boolean(v: &Value) -> R<bool> {
+/// A boolean.
+pub(crate) fn boolean(v: &Value) -> R<bool> {
     v.as_bool().ok_or_else(|| invalid(v, "a boolean"))
 }
 
-fn uint64(v: &Value) -> R<u64> {
+/// A non-negative integer below 2^64.
+pub(crate) fn uint64(v: &Value) -> R<u64> {
     v.as_u64().ok_or_else(|| invalid(v, "u64"))
 }
 
-fn uint32(v: &Value) -> R<u32> {
+/// A non-negative integer below 2^32.
+pub(crate) fn uint32(v: &Value) -> R<u32> {
     v.as_u64()
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| invalid(v, "u32"))
 }
 
-fn invalid(v: &Value, expected: &str) -> String {
+/// "invalid value: <what `v` is>, expected <expected>".
+pub(crate) fn invalid(v: &Value, expected: &str) -> String {
     let got = match v {
         Value::Null => "null".to_owned(),
         Value::Bool(b) => format!("boolean `{b}`"),
@@ -461,4 +470,26 @@ pub fn deserialize_load_step<'de, D: serde::Deserializer<'de>>(d: D) -> Result<L
     use serde::Deserialize as _;
     let v = Value::deserialize(d)?;
     load_step(&v).map_err(serde::de::Error::custom)
+}
+
+/// An optional member: missing or `null` is `None` (as serde reads an `Option` field).
+pub(crate) fn optional<T>(
+    m: &Map<String, Value>,
+    name: &str,
+    read: fn(&Value) -> R<T>,
+) -> R<Option<T>> {
+    match m.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => read(v).map(Some).map_err(|e| format!("{name}: {e}")),
+    }
+}
+
+/// A sequence, each element read by `read`.
+pub(crate) fn list<T>(v: &Value, read: fn(&Value) -> R<T>) -> R<Vec<T>> {
+    let items = v.as_array().ok_or_else(|| invalid(v, "a sequence"))?;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, x) in items.iter().enumerate() {
+        out.push(read(x).map_err(|e| format!("[{i}]: {e}"))?);
+    }
+    Ok(out)
 }
