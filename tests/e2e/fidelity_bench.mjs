@@ -141,9 +141,11 @@ function launchChromium(url) {
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--ignore-certificate-errors",
     "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
     "--disable-renderer-backgrounding", "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
-    `--user-data-dir=${dir}`, url,
-  ], { stdio: "ignore", detached: true });
-  return { pid: child.pid, stop: () => { try { process.kill(-child.pid, "SIGKILL"); } catch { /* gone */ } } };
+    "--enable-logging=stderr", "--v=0", `--user-data-dir=${dir}`, url,
+  ], { stdio: ["ignore", "ignore", fs.openSync(path.join(dir, "chromium.log"), "w")], detached: true });
+  // The page's console (Chromium's log) is kept, to say why a run posted no result.
+  const log = () => { try { return fs.readFileSync(path.join(dir, "chromium.log"), "utf8"); } catch { return ""; } };
+  return { pid: child.pid, log, stop: () => { try { process.kill(-child.pid, "SIGKILL"); } catch { /* gone */ } } };
 }
 
 /** Runs a browser page to its posted result; CPU from the page's start event to the result. */
@@ -151,7 +153,10 @@ async function browserRun(url) {
   let cpu0 = null, m0 = null, chrome = null;
   const result = new Promise((resolve) => { waiting = { kind: "result", resolve, onStart: () => { cpu0 = treeCpu(chrome.pid); m0 = machine(); } }; });
   chrome = launchChromium(url);
-  const timeout = new Promise((_, rej) => setTimeout(() => rej(new Error(`no result from ${url.slice(0, 80)}… in 180 s`)), 180000));
+  const timeout = new Promise((_, rej) => setTimeout(() => {
+    const console_ = chrome.log().split("\n").filter((l) => l.includes("CONSOLE") || l.includes("ERROR")).slice(-40).join("\n");
+    rej(new Error(`no result from ${url.slice(0, 80)}… in 180 s; the browser's log:\n${console_}`));
+  }, 180000));
   try {
     const { text, params } = await Promise.race([result, timeout]);
     const cpu1 = treeCpu(chrome.pid), m1 = machine();
