@@ -267,8 +267,8 @@ fn a_refusal_names_the_value_and_what_is_wrong() {
     }
 }
 
-/// A card's load step is read by the same reader (`deserialize_load_step`): it accepts
-/// and refuses what `LoadStep`'s serde reader does.
+/// A load step, as a card's step and the configuration read it (`read::load_step`, through
+/// `deserialize_load_step`): it accepts and refuses what `LoadStep`'s serde reader does.
 #[test]
 fn a_cards_load_step_reads_as_serde_reads_it() {
     use pinbench::core::pins::LoadStep;

@@ -71,7 +71,6 @@ pub struct TypedBody {
 #[serde(deny_unknown_fields)]
 pub struct CardStep {
     /// The step's load.
-    #[serde(deserialize_with = "crate::core::pins::deserialize_load_step")]
     pub load: LoadStep,
     /// Measured requests.
     pub measured: u32,

@@ -464,8 +464,9 @@ fn one_of(names: &[&str]) -> String {
     }
 }
 
-/// A `LoadStep` member of another type read the same way (`#[serde(deserialize_with)]`),
-/// so serde's derived `LoadStep` reader is not compiled in for it.
+/// A `LoadStep` read by `load_step`, for `#[serde(deserialize_with)]`: how
+/// `tests/config_reader.rs` holds `load_step` to `LoadStep`'s serde reader. (A card's step
+/// is read by `core::card` through `load_step` directly.)
 pub fn deserialize_load_step<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LoadStep, D::Error> {
     use serde::Deserialize as _;
     let v = Value::deserialize(d)?;
