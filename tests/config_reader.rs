@@ -13,6 +13,9 @@ use pinbench::core::pins::{
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+mod common;
+use common::{at_mut, paths};
+
 /// The derived reader: `RunConfig`'s fields, read by serde.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -85,62 +88,15 @@ fn valid_configs() -> Vec<Value> {
     out
 }
 
-/// Every value of the tree with its path.
-fn paths(v: &Value, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    out.push(at.clone());
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                at.push(k.clone());
-                paths(x, at, out);
-                at.pop();
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                at.push(i.to_string());
-                paths(x, at, out);
-                at.pop();
-            }
-        }
-        _ => {}
-    }
-}
-
-fn at_mut<'a>(v: &'a mut Value, path: &[String]) -> &'a mut Value {
-    path.iter().fold(v, |v, k| match v {
-        Value::Array(a) => &mut a[k.parse::<usize>().expect("index")],
-        _ => &mut v[k.as_str()],
-    })
-}
-
 /// The documents: each valid configuration, and its mutations.
 fn corpus() -> Vec<Value> {
     mutations(valid_configs())
 }
 
-/// Each of `bases`, and its mutations at every value.
+/// Each of `bases`, and its mutations at every value (`common::mutations`, with the
+/// configuration's `kind`s).
 fn mutations(bases: Vec<Value>) -> Vec<Value> {
-    let replacements = [
-        json!(null),
-        json!(true),
-        json!(0),
-        json!(-1),
-        json!(1.5),
-        json!(4_294_967_296u64),
-        json!(u64::MAX),
-        json!("x"),
-        json!("undisclosed"),
-        json!("value"),
-        json!([]),
-        json!({}),
-        json!({"kind": "requests"}),
-        json!({"value": 1}),
-        json!({"undisclosed": null}),
-        json!({"undisclosed": 1}),
-        json!({"value": 1, "x": 2}),
-    ];
-    let kinds = [
+    const KINDS: [&str; 14] = [
         "fixed",
         "uniform",
         "normal_clipped",
@@ -156,49 +112,7 @@ fn mutations(bases: Vec<Value>) -> Vec<Value> {
         "measured",
         "nope",
     ];
-    let mut out = Vec::new();
-    for base in bases {
-        out.push(base.clone());
-        let mut all = Vec::new();
-        paths(&base, &mut Vec::new(), &mut all);
-        for path in all {
-            for r in &replacements {
-                let mut v = base.clone();
-                *at_mut(&mut v, &path) = r.clone();
-                out.push(v);
-            }
-            let Some((last, parent)) = path.split_last() else {
-                continue;
-            };
-            // The member (or element) removed; an unknown member beside it.
-            let mut v = base.clone();
-            match at_mut(&mut v, parent) {
-                Value::Object(m) => {
-                    m.remove(last);
-                }
-                Value::Array(a) => {
-                    a.remove(last.parse::<usize>().expect("index"));
-                }
-                _ => unreachable!("a parent is an object or an array"),
-            }
-            out.push(v);
-            for unknown in ["zz_unknown", "kind"] {
-                let mut v = base.clone();
-                if let Value::Object(m) = at_mut(&mut v, parent) {
-                    m.entry(unknown).or_insert(json!("requests"));
-                }
-                out.push(v);
-            }
-            if last == "kind" {
-                for k in kinds {
-                    let mut v = base.clone();
-                    *at_mut(&mut v, &path) = json!(k);
-                    out.push(v);
-                }
-            }
-        }
-    }
-    out
+    common::mutations(bases, &KINDS, |_| true)
 }
 
 #[test]

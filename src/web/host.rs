@@ -45,12 +45,24 @@ pub struct RunRequest {
 }
 
 /// What a finished run hands back.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct RunResult {
     /// Every record, in dispatch order.
     pub records: Vec<RequestRecord>,
     /// The measuring loop's environment (its own timer resolution and lag).
     pub env: ClientEnv,
+}
+
+/// Read as a report's records are (`core::share::read`), not by serde's derived readers.
+impl<'de> Deserialize<'de> for RunResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use crate::core::share::read;
+        let mut m = read::Members::deserialize(d)?;
+        let records = m.take_records().map_err(serde::de::Error::custom)?;
+        let env = crate::core::pins::read::field(&m.rest, "env", read::client_env)
+            .map_err(serde::de::Error::custom)?;
+        Ok(RunResult { records, env })
+    }
 }
 
 /// A callback that receives the records completed since its last call.

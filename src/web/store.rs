@@ -184,11 +184,11 @@ pub fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
                 .collect();
             crate::core::sort::sort(&mut parts);
             for (_, p) in parts {
-                let part: Vec<crate::core::record::RequestRecord> = store
+                let part = store
                     .get_item(p)
                     .ok()
                     .flatten()
-                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .and_then(|t| crate::core::share::read::records_json(&t).ok())
                     .unwrap_or_default();
                 cp.records.extend(part);
             }

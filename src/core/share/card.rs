@@ -139,12 +139,24 @@ pub enum CardBody {
 impl<'de> Deserialize<'de> for CardBody {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = serde_json::Value::deserialize(d)?;
-        match typed_body(&v) {
-            Ok(t) => Ok(CardBody::Typed(Box::new(t))),
-            Err(typed) => legacy_body(&v)
-                .map(CardBody::Legacy)
-                .map_err(|_| serde::de::Error::custom(format!("not a card body: {typed}"))),
-        }
+        card_body(&v).map_err(serde::de::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for Card {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        crate::core::share::read::card(&v).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A card's body: typed (v2), else legacy (v1).
+pub(crate) fn card_body(v: &Value) -> read::R<CardBody> {
+    match typed_body(v) {
+        Ok(t) => Ok(CardBody::Typed(Box::new(t))),
+        Err(typed) => legacy_body(v)
+            .map(CardBody::Legacy)
+            .map_err(|_| format!("not a card body: {typed}")),
     }
 }
 
@@ -414,9 +426,8 @@ fn headline_items(s: &CardStep) -> Vec<Item> {
     out
 }
 
-/// A card document.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A card document. Read through its JSON tree ([`crate::core::share::read::card`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Card {
     /// [`CARD_SCHEMA`].
     pub schema: String,

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod import;
 pub mod jcs;
 pub mod merge;
+pub mod read;
 pub mod report;
 pub mod sign;
 pub mod viewer;

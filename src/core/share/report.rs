@@ -216,6 +216,11 @@ pub struct FiguredReport {
 pub struct StoredSummary(Box<serde_json::value::RawValue>);
 
 impl StoredSummary {
+    /// The stored form of a summary's JSON text.
+    pub(crate) fn from_raw(raw: Box<serde_json::value::RawValue>) -> Self {
+        StoredSummary(raw)
+    }
+
     /// The stored form of computed figures.
     pub fn of(summary: &Summary) -> Result<Self, ReportError> {
         serde_json::value::to_raw_value(summary)
@@ -236,8 +241,8 @@ impl PartialEq for StoredSummary {
 }
 
 /// What a tab keeps of a run in progress, so that closing it loses no completed request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Read by [`crate::core::share::read`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Checkpoint {
     /// When the run started.
     pub created: String,
@@ -310,9 +315,9 @@ impl SignatureBlock {
     }
 }
 
-/// A whole report document.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A whole report document. Read by [`crate::core::share::read`] (the records one at a
+/// time), not serde's derived readers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
     /// [`SCHEMA`].
     pub schema: String,
@@ -325,6 +330,20 @@ pub struct Report {
     /// The signature, if signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<SignatureBlock>,
+}
+
+impl<'de> Deserialize<'de> for Report {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let m = crate::core::share::read::Members::deserialize(d)?;
+        crate::core::share::read::report(m).map_err(serde::de::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for Checkpoint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let m = crate::core::share::read::Members::deserialize(d)?;
+        crate::core::share::read::checkpoint(m).map_err(serde::de::Error::custom)
+    }
 }
 
 fn is_unsafe_number(n: &serde_json::Number) -> bool {

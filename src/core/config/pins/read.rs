@@ -10,10 +10,11 @@
 //! configurations, valid and mutated. A card's body is read by these functions too
 //! (`core::card`).
 //!
-//! One difference: a `Value` keeps the last of two equal keys, where serde refuses them.
-//! Reports are refused for duplicate keys before they are read
-//! ([`crate::core::report::open`]); checkpoints and the worker's requests are written by
-//! this program.
+//! Two differences: a `Value` keeps the last of two equal keys, where serde refuses them
+//! (reports are refused for duplicate keys before they are read,
+//! [`crate::core::report::open`]; checkpoints and the worker's requests are written by
+//! this program); and serde's derived readers also read a struct from an array of its
+//! fields in order, a form nothing writes, which these refuse.
 
 use std::collections::BTreeMap;
 
@@ -343,7 +344,7 @@ fn disclosure<T>(v: &Value, read: fn(&Value) -> R<T>) -> R<Disclosure<T>> {
 }
 
 /// A unit variant by name: `"name"` (or serde's `{"name": null}`).
-fn unit<T: Copy>(v: &Value, variants: &[(&str, T)]) -> R<T> {
+pub(crate) fn unit<T: Copy>(v: &Value, variants: &[(&str, T)]) -> R<T> {
     let (name, inner) = enum_form(v)?;
     let names: Vec<&str> = variants.iter().map(|(n, _)| *n).collect();
     let found = variants.iter().find(|(n, _)| *n == name);
@@ -367,7 +368,7 @@ fn enum_form(v: &Value) -> R<(&str, Option<&Value>)> {
 }
 
 /// An internally tagged value (`{"kind": "<tag>", …}`): the tag's index and the object.
-fn tagged<'a>(v: &'a Value, kinds: &[&str]) -> R<(usize, &'a Map<String, Value>)> {
+pub(crate) fn tagged<'a>(v: &'a Value, kinds: &[&str]) -> R<(usize, &'a Map<String, Value>)> {
     let m = v
         .as_object()
         .ok_or_else(|| invalid(v, "an object with a \"kind\""))?;
@@ -384,7 +385,7 @@ fn tagged<'a>(v: &'a Value, kinds: &[&str]) -> R<(usize, &'a Map<String, Value>)
 }
 
 /// A tagged value's members besides `kind`, all in `fields`.
-fn variant<'a>(m: &'a Map<String, Value>, fields: &[&str]) -> R<&'a Map<String, Value>> {
+pub(crate) fn variant<'a>(m: &'a Map<String, Value>, fields: &[&str]) -> R<&'a Map<String, Value>> {
     match m
         .keys()
         .find(|k| *k != "kind" && !fields.contains(&k.as_str()))
@@ -448,7 +449,7 @@ pub(crate) fn invalid(v: &Value, expected: &str) -> String {
     format!("invalid value: {got}, expected {expected}")
 }
 
-fn unknown_field(k: &str, fields: &[&str]) -> String {
+pub(crate) fn unknown_field(k: &str, fields: &[&str]) -> String {
     format!("unknown field `{k}`, expected {}", one_of(fields))
 }
 
