@@ -384,3 +384,62 @@ fn a_refusal_names_the_value_and_what_is_wrong() {
         assert!(e.starts_with(says), "{e}\n  wanted: {says}");
     }
 }
+
+/// A prompt calibration (in the run worker's request) reads as serde's derived reader
+/// reads it.
+#[test]
+fn a_calibration_reads_as_serde_reads_it() {
+    use pinbench::core::prompt::Calibration;
+    let bases = vec![
+        json!({"intercept_milli": -1500, "tokens_per_word_milli": 1333, "verified": [[128, 96], [512, 384]]}),
+        json!({"intercept_milli": 0, "tokens_per_word_milli": 1000}),
+    ];
+    let docs = common::mutations(bases, &[], |_| true);
+    let (mut accepted, mut refused) = (0, 0);
+    for doc in &docs {
+        let ours = pinbench::core::share::read::calibration(doc);
+        let derived = serde_json::from_value::<Calibration>(doc.clone());
+        match (&ours, &derived) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a, b, "{doc}");
+                accepted += 1;
+            }
+            (Err(_), Err(_)) => refused += 1,
+            (Err(e), Ok(_)) if positional(e) => {}
+            _ => panic!("the readers disagree on {doc}: {ours:?} vs {derived:?}"),
+        }
+    }
+    assert!(
+        accepted >= 10 && refused >= 100,
+        "{accepted} accepted, {refused} refused"
+    );
+}
+
+/// The trusted keys this browser stores read as serde's derived reader reads them
+/// (anything unreadable is an empty list).
+#[test]
+fn trusted_keys_read_as_serde_reads_them() {
+    use pinbench::core::viewer::TrustedKeys;
+    let bases = vec![json!({"keys": [
+        {"name": "ci", "public_key": "/RckOFqgx1tk+3jNYC+h2ZH96/drE8WO1wLqyDXp9hg=", "key_id": "ed25519:dbc2"},
+        {"name": "laptop", "public_key": "AAAA", "key_id": "ed25519:0000"}
+    ]})];
+    let docs = common::mutations(bases, &[], |_| true);
+    let (mut accepted, mut refused) = (0, 0);
+    for doc in &docs {
+        let text = doc.to_string();
+        let ours = TrustedKeys::from_json(&text);
+        let derived = serde_json::from_str::<TrustedKeys>(&text);
+        match &derived {
+            Ok(d) => {
+                assert_eq!(&ours, d, "{text}");
+                accepted += 1;
+            }
+            Err(_) => {
+                assert_eq!(ours, TrustedKeys::default(), "{text}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(accepted >= 10 && refused >= 50, "{accepted} accepted, {refused} refused");
+}

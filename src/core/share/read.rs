@@ -32,12 +32,14 @@ use crate::core::metrics::{ClientEnv, ClientVerdict, RunHost, Slo};
 use crate::core::pins::read::{
     self as r, boolean, field, invalid, list, object, optional, string, uint32, uint64, R,
 };
+use crate::core::prompt::Calibration;
 use crate::core::record::{
     chunk_codec, Anomalies, Outcome, RequestRecord, TokenCounts, WireTiming,
 };
 use crate::core::report::{
     Checkpoint, ProbeSnapshot, Report, ReportBody, SignatureBlock, StoredSummary, Tool,
 };
+use crate::core::viewer::{TrustedKey, TrustedKeys};
 
 /// A JSON object read member by member: `records` streamed record by record, `body` (a
 /// report's) read the same way, `summary` kept as the file's text, every other member kept
@@ -550,5 +552,44 @@ fn anomalies(v: &Value) -> R<Anomalies> {
         events_after_done: defaulted(m, "events_after_done", uint32)?,
         truncated_event: defaulted(m, "truncated_event", boolean)?,
         bad_optional_fields: defaulted(m, "bad_optional_fields", uint32)?,
+    })
+}
+
+/// A prompt calibration (part of the run worker's request).
+pub fn calibration(v: &Value) -> R<Calibration> {
+    let m = object(v, &["intercept_milli", "tokens_per_word_milli", "verified"])?;
+    Ok(Calibration {
+        intercept_milli: field(m, "intercept_milli", |v| {
+            v.as_i64().ok_or_else(|| invalid(v, "i64"))
+        })?,
+        tokens_per_word_milli: field(m, "tokens_per_word_milli", uint64)?,
+        verified: defaulted(m, "verified", |v| {
+            list(v, |v| {
+                let (a, b) = pair(v)?;
+                let small = |n: u64, i: usize| {
+                    u32::try_from(n)
+                        .map_err(|_| format!("[{i}]: invalid value: number `{n}`, expected u32"))
+                };
+                Ok((small(a, 0)?, small(b, 1)?))
+            })
+        })?,
+    })
+}
+
+/// The user's trusted keys, as this browser stores them.
+pub fn trusted_keys(v: &Value) -> R<TrustedKeys> {
+    // `TrustedKeys` denies no unknown member; each key does.
+    let m = v.as_object().ok_or_else(|| invalid(v, "an object"))?;
+    Ok(TrustedKeys {
+        keys: field(m, "keys", |v| {
+            list(v, |v| {
+                let m = object(v, &["name", "public_key", "key_id"])?;
+                Ok(TrustedKey {
+                    name: field(m, "name", string)?,
+                    public_key: field(m, "public_key", string)?,
+                    key_id: field(m, "key_id", string)?,
+                })
+            })
+        })?,
     })
 }

@@ -510,7 +510,7 @@ fn verify_bytes(doc: &Value, signed: &[u8]) -> Verification {
     let Some(block) = doc.get("signature") else {
         return Verification::Unsigned;
     };
-    match serde_json::from_value(block.clone()) {
+    match crate::core::share::read::signature_block(block) {
         Ok(b) => verify_block(&b, signed),
         Err(e) => Verification::Invalid {
             reason: format!("malformed signature block: {e}"),

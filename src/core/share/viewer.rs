@@ -104,9 +104,13 @@ impl TrustedKeys {
             .map(|k| k.name.as_str())
     }
 
-    /// Reads the stored form (an empty list on anything unreadable).
+    /// Reads the stored form (an empty list on anything unreadable), through a JSON tree
+    /// (`core::share::read`), as serde's derived reader would read it.
     pub fn from_json(text: &str) -> Self {
-        serde_json::from_str(text).unwrap_or_default()
+        serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|v| crate::core::share::read::trusted_keys(&v).ok())
+            .unwrap_or_default()
     }
 
     /// The stored form.
