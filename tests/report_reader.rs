@@ -441,5 +441,8 @@ fn trusted_keys_read_as_serde_reads_them() {
             }
         }
     }
-    assert!(accepted >= 10 && refused >= 50, "{accepted} accepted, {refused} refused");
+    assert!(
+        accepted >= 10 && refused >= 50,
+        "{accepted} accepted, {refused} refused"
+    );
 }

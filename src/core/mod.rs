@@ -9,6 +9,7 @@
 pub mod budget;
 pub mod config;
 pub mod decimal;
+pub mod inflate;
 pub mod json;
 pub mod measure;
 pub mod present;

@@ -308,7 +308,6 @@ impl RequestRecord {
 /// a fresh inflater per record, which dominated opening a 10,000-request report.
 pub mod chunk_codec {
     use super::*;
-    use std::cell::RefCell;
 
     /// Marks the uncompressed form (never a base64 character).
     const RAW_MARKER: char = '~';
@@ -337,53 +336,18 @@ pub mod chunk_codec {
         Err("chunk data has an over-long number".into())
     }
 
-    // One inflater per thread, reset per record (legacy form only).
-    thread_local! {
-        static INFLATER: RefCell<miniz_oxide::inflate::core::DecompressorOxide> =
-            RefCell::new(miniz_oxide::inflate::core::DecompressorOxide::new());
-    }
-
+    /// The legacy form's DEFLATE data, never inflated past what the document's decode
+    /// budget has left.
     fn inflate(data: &[u8]) -> Result<Vec<u8>, String> {
-        use miniz_oxide::inflate::core::{decompress, inflate_flags};
-        use miniz_oxide::inflate::TINFLStatus;
-        // Never past what the document's decode budget has left.
         let limit = crate::core::budget::bytes_left().map_or(MAX_DECODED, |b| b.min(MAX_DECODED));
-        INFLATER.with(|d| {
-            let mut d = d.borrow_mut();
-            d.init();
-            // A non-wrapping output buffer needs no 32 KB window of its own.
-            let mut out = vec![0u8; (data.len() * 4).max(64)];
-            let (mut i, mut o) = (0usize, 0usize);
-            loop {
-                let (status, read, written) = decompress(
-                    &mut d,
-                    data.get(i..).unwrap_or(&[]),
-                    &mut out,
-                    o,
-                    inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF,
-                );
-                i += read;
-                o += written;
-                match status {
-                    TINFLStatus::Done => {
-                        out.truncate(o);
-                        return Ok(out);
-                    }
-                    TINFLStatus::HasMoreOutput if (out.len() as u64) < limit => {
-                        let n = (out.len() * 2).min(
-                            usize::try_from(limit)
-                                .unwrap_or(usize::MAX)
-                                .max(out.len() + 1),
-                        );
-                        out.resize(n, 0);
-                    }
-                    TINFLStatus::HasMoreOutput => {
-                        return Err("chunk data decodes to more than the limit".into())
-                    }
-                    other => return Err(format!("chunk data is not DEFLATE: {other:?}")),
+        crate::core::inflate::inflate(data, usize::try_from(limit).unwrap_or(usize::MAX)).map_err(
+            |e| match e {
+                crate::core::inflate::InflateError::TooLarge(_) => {
+                    "chunk data decodes to more than the limit".to_owned()
                 }
-            }
-        })
+                e => format!("chunk data is not DEFLATE: {e}"),
+            },
+        )
     }
 
     /// Encodes chunks as text.

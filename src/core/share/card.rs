@@ -585,12 +585,10 @@ impl Card {
         let z = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(data.trim_end_matches('='))
             .map_err(|e| CardError::Damaged(e.to_string()))?;
-        let json = miniz_oxide::inflate::decompress_to_vec_with_limit(&z, MAX_CARD_BYTES).map_err(
-            |e| match e.status {
-                miniz_oxide::inflate::TINFLStatus::HasMoreOutput => CardError::TooLarge,
-                _ => CardError::Damaged(format!("not DEFLATE data ({e})")),
-            },
-        )?;
+        let json = crate::core::inflate::inflate(&z, MAX_CARD_BYTES).map_err(|e| match e {
+            crate::core::inflate::InflateError::TooLarge(_) => CardError::TooLarge,
+            e => CardError::Damaged(e.to_string()),
+        })?;
         let text = std::str::from_utf8(&json).map_err(|e| CardError::Damaged(e.to_string()))?;
         // The canonicaliser refuses what reports refuse: duplicate keys, unsafe integers.
         let canonical = crate::core::jcs::canonicalize(text, &["signature"])

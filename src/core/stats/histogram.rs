@@ -10,7 +10,7 @@
 //! Both forms are read.
 
 use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
 /// Significant decimal digits kept by every pinbench histogram.
@@ -221,11 +221,11 @@ impl Hist {
                     .get(8..)
                     .filter(|d| len <= d.len())
                     .ok_or_else(|| err("compressed length exceeds the bytes present"))?;
-                let inflated = miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(
-                    &data[..len],
-                    MAX_PAYLOAD + V2_HEADER,
-                )
-                .map_err(|_| err("compressed data is not zlib, or inflates past the limit"))?;
+                let inflated =
+                    crate::core::inflate::inflate_zlib(&data[..len], MAX_PAYLOAD + V2_HEADER)
+                        .map_err(|_| {
+                            err("compressed data is not zlib, or inflates past the limit")
+                        })?;
                 crate::core::budget::charge_bytes(inflated.len() as u64)
                     .map_err(HistogramError::Decode)?;
                 inflated
@@ -233,10 +233,7 @@ impl Hist {
             Some(V2_COOKIE) => bytes,
             _ => return Err(err("not an HdrHistogram V2 encoding")),
         };
-        check_v2_header(&plain)?;
-        let mut inner: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut plain.as_slice())
-            .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
+        let mut inner = decode_v2(&plain)?;
         inner.auto(true);
         let exact = inner.is_empty().then_some(Exact {
             min: u64::MAX,
@@ -295,6 +292,77 @@ fn check_v2_header(b: &[u8]) -> Result<(), HistogramError> {
         return err("value bounds out of range");
     }
     Ok(())
+}
+
+/// Reads an uncompressed V2 encoding (header checked by [`check_v2_header`]): the counts
+/// are zig-zag LEB128 numbers (HdrHistogram's 9-byte form), a negative one a run of zero
+/// counts. Read here rather than by `hdrhistogram`'s `Deserializer`, which brings a DEFLATE
+/// inflater and `std::io` into the wasm for its compressed form (inflated here by
+/// `core::inflate`); `the_v2_reader_reads_what_hdrhistogram_reads` holds this to that
+/// deserializer. Each count is recorded at its bucket's lowest value, which `hdrhistogram` files under the same index
+/// (index → value as `hdrhistogram` computes it, for the header's bounds and digits).
+fn decode_v2(b: &[u8]) -> Result<Histogram<u64>, HistogramError> {
+    let err = |m: &str| HistogramError::Decode(m.to_owned());
+    check_v2_header(b)?;
+    let payload = be_u32(b, 4).unwrap_or(0) as usize;
+    let digits = be_u32(b, 12).unwrap_or(0);
+    let low = be_u64(b, 16).unwrap_or(0);
+    let high = be_u64(b, 24).unwrap_or(0);
+    if be_u64(b, 32).map(f64::from_bits) != Some(1.0) {
+        return Err(err(
+            "an integer-to-double ratio other than 1 is not supported",
+        ));
+    }
+    let mut h = Histogram::<u64>::new_with_bounds(low, high, digits as u8)
+        .map_err(|e| HistogramError::Decode(format!("bounds: {e:?}")))?;
+    // hdrhistogram's layout: unit magnitude floor(log2(low)); sub-buckets of
+    // 2^ceil(log2(2 × 10^digits)), the lower half used only by the first bucket.
+    let unit = 63 - low.leading_zeros();
+    let half_magnitude = 64 - (2 * 10u64.pow(digits) - 1).leading_zeros() - 1;
+    let half = 1u64 << half_magnitude;
+    let value_for = |index: u64| {
+        let bucket = (index >> half_magnitude).saturating_sub(1);
+        let sub = if index < half {
+            index
+        } else {
+            (index & (half - 1)) + half
+        };
+        sub << (bucket + u64::from(unit))
+    };
+    let counts = b.get(V2_HEADER..V2_HEADER + payload).unwrap_or(&[]);
+    let len = h.distinct_values() as u64;
+    let (mut pos, mut index) = (0usize, 0u64);
+    while pos < counts.len() {
+        let mut zz = 0u64;
+        for k in 0..9 {
+            let byte = *counts
+                .get(pos)
+                .ok_or_else(|| err("counts end inside a number"))?;
+            pos += 1;
+            if k == 8 {
+                zz |= u64::from(byte) << 56;
+                break;
+            }
+            zz |= u64::from(byte & 0x7f) << (7 * k);
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        let n = ((zz >> 1) as i64) ^ -((zz & 1) as i64);
+        if n < 0 {
+            index = index.saturating_add(n.unsigned_abs());
+            continue;
+        }
+        if n > 0 {
+            if index >= len {
+                return Err(err("more counts than the bounds hold"));
+            }
+            h.record_n(value_for(index), n as u64)
+                .map_err(|e| HistogramError::Decode(format!("count: {e:?}")))?;
+        }
+        index += 1;
+    }
+    Ok(h)
 }
 
 #[cold]
@@ -481,6 +549,49 @@ mod tests {
         assert_eq!(&bytes[..4], &[0x1c, 0x84, 0x93, 0x14]);
         let text = base64::engine::general_purpose::STANDARD.encode(bytes);
         assert_eq!(Hist::decode(&text).expect("decode"), h);
+    }
+
+    /// The V2 reader against `hdrhistogram`'s own deserializer: histograms of every bound
+    /// and digit count the header allows, plain and compressed, read the same — every
+    /// index's count, total, min and max.
+    #[test]
+    fn the_v2_reader_reads_what_hdrhistogram_reads() {
+        use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
+        let mut rng = Rng(7);
+        for case in 0..300u64 {
+            let digits = 1 + (case % 3) as u8;
+            let low = [1u64, 1, 1, 2, 3, 1000, 1 << 20][(case % 7) as usize];
+            let high = (low * 2).max(1 << (10 + case % 52));
+            let mut h = Histogram::<u64>::new_with_bounds(low, high, digits).expect("bounds");
+            for _ in 0..(case % 40) {
+                let v = rng.next_u64() % high.saturating_add(1);
+                let n = 1 + rng.next_u64() % if case % 5 == 0 { 1 << 40 } else { 3 };
+                h.record_n(v, n).expect("in range");
+            }
+            for compressed in [false, true] {
+                let mut bytes = Vec::new();
+                if compressed {
+                    V2DeflateSerializer::new()
+                        .serialize(&h, &mut bytes)
+                        .expect("ser");
+                } else {
+                    V2Serializer::new().serialize(&h, &mut bytes).expect("ser");
+                }
+                let theirs: Histogram<u64> = Deserializer::new()
+                    .deserialize(&mut bytes.as_slice())
+                    .expect("de");
+                let text = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                let ours = Hist::decode(&text).expect("decodes").inner;
+                assert_eq!(ours, theirs, "case {case}, compressed {compressed}");
+                assert_eq!(ours.len(), theirs.len());
+                assert_eq!((ours.min(), ours.max()), (theirs.min(), theirs.max()));
+                assert!(ours
+                    .iter_all()
+                    .zip(theirs.iter_all())
+                    .all(|(a, b)| a.value_iterated_to() == b.value_iterated_to()
+                        && a.count_at_value() == b.count_at_value()));
+            }
+        }
     }
 
     #[test]
