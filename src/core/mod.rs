@@ -6,6 +6,7 @@
 //! imports, comparison), [`present`] (what is shown). Each module is also reachable at
 //! `core::<name>` (e.g. `core::pins`, `core::session`).
 
+pub mod base64;
 pub mod budget;
 pub mod config;
 pub mod decimal;

@@ -253,13 +253,10 @@ fn tls_config(extra_cert: Option<&str>) -> Result<Arc<rustls::ClientConfig>, Net
                 .filter(|l| !l.starts_with("-----"))
                 .collect::<Vec<_>>()
                 .join("");
-            use base64::Engine;
-            base64::engine::general_purpose::STANDARD
-                .decode(b64.trim())
-                .map_err(|e| NetError::Cert {
-                    path: path.to_owned(),
-                    message: e.to_string(),
-                })?
+            crate::core::base64::decode(b64.trim()).map_err(|e| NetError::Cert {
+                path: path.to_owned(),
+                message: e.to_string(),
+            })?
         } else {
             bytes
         };

@@ -43,12 +43,8 @@ const OWN_PUBLIC_KEY_STORAGE: &str = "pinbench.own_public_key";
 
 /// Records this browser's WebCrypto public key.
 pub fn set_own_public_key(pk: &[u8; 32]) {
-    use base64::Engine as _;
     if let Some(s) = web::storage() {
-        let _ = s.set_item(
-            OWN_PUBLIC_KEY_STORAGE,
-            &base64::engine::general_purpose::STANDARD.encode(pk),
-        );
+        let _ = s.set_item(OWN_PUBLIC_KEY_STORAGE, &crate::core::base64::encode(pk));
     }
 }
 

@@ -27,7 +27,6 @@
 //!     keeps one token, since a chunk that carried text is never a zero-token chunk; the
 //!     total stays the server's ([`TokenCounts::DeltasExceedUsage`]).
 
-use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::core::dialect::{self, Dialect, ServerTimings, StreamEvent, Usage};
@@ -361,19 +360,17 @@ pub mod chunk_codec {
         }
         let mut text = String::with_capacity(raw.len() * 4 / 3 + 4);
         text.push(RAW_MARKER);
-        base64::engine::general_purpose::STANDARD.encode_string(&raw, &mut text);
+        text.push_str(&crate::core::base64::encode(&raw));
         text
     }
 
     /// Decodes [`encode`]'s text.
     pub fn decode(text: &str) -> Result<Vec<TokenChunk>, String> {
         let raw = match text.strip_prefix(RAW_MARKER) {
-            Some(b64) => base64::engine::general_purpose::STANDARD
-                .decode(b64)
+            Some(b64) => crate::core::base64::decode(b64)
                 .map_err(|e| format!("chunk data is not base64: {e}"))?,
             None => {
-                let compressed = base64::engine::general_purpose::STANDARD
-                    .decode(text)
+                let compressed = crate::core::base64::decode(text)
                     .map_err(|e| format!("chunk data is not base64: {e}"))?;
                 inflate(&compressed)?
             }

@@ -2,7 +2,6 @@
 //! URL fragment, signed on its own by the report's key and bound to the report by the
 //! SHA-256 of the report body's canonical JSON.
 
-use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -454,7 +453,7 @@ pub enum CardError {
 
 /// base64url SHA-256 of canonical bytes.
 pub fn digest_of(canonical: &[u8]) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(canonical))
+    crate::core::base64::encode_url(&Sha256::digest(canonical))
 }
 
 /// What binds a card to its report: base64url SHA-256 of the canonical JSON of the
@@ -568,10 +567,7 @@ impl Card {
     /// The fragment value (without `#`) of [`Card::fragment_json`] compressed by the caller
     /// as raw DEFLATE (RFC 1951, no zlib or gzip header).
     pub fn fragment_of_deflated(z: &[u8]) -> String {
-        format!(
-            "{FRAGMENT_KEY}{}",
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(z)
-        )
+        format!("{FRAGMENT_KEY}{}", crate::core::base64::encode_url(z))
     }
 
     /// Reads a card from a fragment (with or without `#`; other `&`-separated keys are
@@ -582,8 +578,7 @@ impl Card {
             .split('&')
             .find_map(|p| p.strip_prefix(FRAGMENT_KEY))
             .ok_or_else(|| CardError::Damaged("no card in the link".into()))?;
-        let z = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(data.trim_end_matches('='))
+        let z = crate::core::base64::decode_url(data.trim_end_matches('='))
             .map_err(|e| CardError::Damaged(e.to_string()))?;
         let json = crate::core::inflate::inflate(&z, MAX_CARD_BYTES).map_err(|e| match e {
             crate::core::inflate::InflateError::TooLarge(_) => CardError::TooLarge,

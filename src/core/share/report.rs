@@ -304,13 +304,11 @@ pub struct SignatureBlock {
 impl SignatureBlock {
     /// The block of an Ed25519 `signature` by `public_key`.
     pub fn ed25519(public_key: &[u8; 32], signature: &[u8; 64]) -> Self {
-        use base64::Engine as _;
-        let b64 = &base64::engine::general_purpose::STANDARD;
         SignatureBlock {
             alg: ALG.into(),
             key_id: sign::key_id(public_key),
-            public_key: b64.encode(public_key),
-            signature: b64.encode(signature),
+            public_key: crate::core::base64::encode(public_key),
+            signature: crate::core::base64::encode(signature),
         }
     }
 }

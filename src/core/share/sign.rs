@@ -5,7 +5,6 @@
 //! signatures). A key id is the fingerprint `ed25519:` + the first 16 bytes of
 //! SHA-256(public key), in hex.
 
-use base64::Engine as _;
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 
@@ -205,10 +204,6 @@ pub fn write_canonical_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-fn b64() -> base64::engine::GeneralPurpose {
-    base64::engine::general_purpose::STANDARD
-}
-
 /// Fingerprint of a public key: `ed25519:` + hex of SHA-256(key)[..16].
 pub fn key_id(public_key: &[u8; 32]) -> String {
     let digest = Sha256::digest(public_key);
@@ -243,8 +238,7 @@ impl KeyPair {
 
     /// Parses a base64 secret as exported by [`KeyPair::secret_base64`].
     pub fn from_secret_base64(text: &str) -> Result<Self, SignError> {
-        let bytes = b64()
-            .decode(text.trim())
+        let bytes = crate::core::base64::decode(text.trim())
             .map_err(|e| SignError::BadSecretKey(e.to_string()))?;
         let secret: [u8; 32] = bytes.try_into().map_err(|v: Vec<u8>| {
             SignError::BadSecretKey(format!("{} bytes, expected 32", v.len()))
@@ -254,7 +248,7 @@ impl KeyPair {
 
     /// The secret, base64 (for export by the user; never put into a report).
     pub fn secret_base64(&self) -> String {
-        b64().encode(self.key.to_bytes())
+        crate::core::base64::encode(&self.key.to_bytes())
     }
 
     /// The 32-byte public key.
@@ -264,7 +258,7 @@ impl KeyPair {
 
     /// The public key, base64.
     pub fn public_key_base64(&self) -> String {
-        b64().encode(self.public_key())
+        crate::core::base64::encode(&self.public_key())
     }
 
     /// The key's fingerprint.
@@ -280,8 +274,7 @@ impl KeyPair {
 
 /// Decodes a base64 public key.
 pub fn public_key_from_base64(text: &str) -> Result<[u8; 32], SignError> {
-    let bytes = b64()
-        .decode(text.trim())
+    let bytes = crate::core::base64::decode(text.trim())
         .map_err(|e| SignError::BadPublicKey(e.to_string()))?;
     bytes
         .try_into()
@@ -290,8 +283,7 @@ pub fn public_key_from_base64(text: &str) -> Result<[u8; 32], SignError> {
 
 /// Decodes a base64 signature.
 pub fn signature_from_base64(text: &str) -> Result<[u8; 64], SignError> {
-    let bytes = b64()
-        .decode(text.trim())
+    let bytes = crate::core::base64::decode(text.trim())
         .map_err(|e| SignError::BadSignature(e.to_string()))?;
     bytes
         .try_into()

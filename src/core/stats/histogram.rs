@@ -9,7 +9,6 @@
 //! 10,000-request histogram, and its compressor would cost the app's wasm 7 KB gzip.
 //! Both forms are read.
 
-use base64::Engine as _;
 use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
@@ -197,7 +196,7 @@ impl Hist {
         V2Serializer::new()
             .serialize(&self.inner, &mut bytes)
             .map_err(|e| HistogramError::Encode(format!("{e:?}")))?;
-        Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+        Ok(crate::core::base64::encode(&bytes))
     }
 
     /// Decodes [`Hist::encode`]'s output, or the V2 + DEFLATE form (what earlier pinbench
@@ -211,8 +210,7 @@ impl Hist {
         if text.len() > MAX_TEXT {
             return Err(err("longer than a histogram can be"));
         }
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text.trim())
+        let bytes = crate::core::base64::decode(text.trim())
             .map_err(|e| HistogramError::Decode(format!("not base64: {e}")))?;
         let plain = match be_u32(&bytes, 0) {
             Some(V2_COMPRESSED_COOKIE) => {
@@ -528,9 +526,7 @@ mod tests {
             h.record(v);
         }
         let text = h.encode().expect("encode");
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(&text)
-            .expect("b64");
+        let bytes = crate::core::base64::decode(&text).expect("b64");
         // V2 cookie (0x1c849303 | word size 0x10), big-endian, as HdrHistogram Java writes it.
         assert_eq!(&bytes[..4], &[0x1c, 0x84, 0x93, 0x13]);
         let back = Hist::decode(&text).expect("decode");
@@ -547,7 +543,7 @@ mod tests {
             .serialize(&h.inner, &mut bytes)
             .expect("serialize");
         assert_eq!(&bytes[..4], &[0x1c, 0x84, 0x93, 0x14]);
-        let text = base64::engine::general_purpose::STANDARD.encode(bytes);
+        let text = crate::core::base64::encode(&bytes);
         assert_eq!(Hist::decode(&text).expect("decode"), h);
     }
 
@@ -580,7 +576,7 @@ mod tests {
                 let theirs: Histogram<u64> = Deserializer::new()
                     .deserialize(&mut bytes.as_slice())
                     .expect("de");
-                let text = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                let text = crate::core::base64::encode(&bytes);
                 let ours = Hist::decode(&text).expect("decodes").inner;
                 assert_eq!(ours, theirs, "case {case}, compressed {compressed}");
                 assert_eq!(ours.len(), theirs.len());
