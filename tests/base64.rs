@@ -29,8 +29,18 @@ fn near(valid: &str) -> Vec<String> {
 }
 
 fn agree(text: &str) -> Result<(), TestCaseError> {
-    prop_assert_eq!(decode(text).ok(), STANDARD.decode(text).ok(), "standard: {:?}", text);
-    prop_assert_eq!(decode_url(text).ok(), URL_SAFE_NO_PAD.decode(text).ok(), "url: {:?}", text);
+    prop_assert_eq!(
+        decode(text).ok(),
+        STANDARD.decode(text).ok(),
+        "standard: {:?}",
+        text
+    );
+    prop_assert_eq!(
+        decode_url(text).ok(),
+        URL_SAFE_NO_PAD.decode(text).ok(),
+        "url: {:?}",
+        text
+    );
     Ok(())
 }
 

@@ -9,7 +9,6 @@
 //! 10,000-request histogram, and its compressor would cost the app's wasm 7 KB gzip.
 //! Both forms are read.
 
-use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
 /// Significant decimal digits kept by every pinbench histogram.
@@ -190,12 +189,40 @@ impl Hist {
             .map(|v| (v.value_iterated_to(), v.count_at_value()))
     }
 
-    /// The standard HdrHistogram V2 encoding (uncompressed), base64.
+    /// The standard HdrHistogram V2 encoding (uncompressed), base64: the bytes
+    /// `hdrhistogram`'s `V2Serializer` writes (a unit test holds it to them), written here
+    /// so that the serializer's `std::io` machinery stays out of the wasm.
     pub fn encode(&self) -> Result<String, HistogramError> {
-        let mut bytes = Vec::new();
-        V2Serializer::new()
-            .serialize(&self.inner, &mut bytes)
-            .map_err(|e| HistogramError::Encode(format!("{e:?}")))?;
+        let h = &self.inner;
+        let layout = Layout::of(h.low(), u32::from(h.sigfig()));
+        let mut counts = Vec::new();
+        // The counts up to the largest recorded one's index; a run of zeros is written as
+        // its negated length, a single zero as 0.
+        let mut next = 0u64;
+        for v in h.iter_recorded() {
+            let i = layout.index_for(v.value_iterated_to());
+            match i.saturating_sub(next) {
+                0 => {}
+                1 => put_zig_zag(&mut counts, 0),
+                gap => put_zig_zag(&mut counts, -(gap.min(i64::MAX as u64) as i64)),
+            }
+            let count = i64::try_from(v.count_at_value())
+                .map_err(|_| HistogramError::Encode("a count above i64::MAX".into()))?;
+            put_zig_zag(&mut counts, count);
+            next = i + 1;
+        }
+        if next == 0 {
+            put_zig_zag(&mut counts, 0);
+        }
+        let mut bytes = Vec::with_capacity(V2_HEADER + counts.len());
+        bytes.extend_from_slice(&V2_COOKIE.to_be_bytes());
+        bytes.extend_from_slice(&(counts.len() as u32).to_be_bytes());
+        bytes.extend_from_slice(&0u32.to_be_bytes());
+        bytes.extend_from_slice(&u32::from(h.sigfig()).to_be_bytes());
+        bytes.extend_from_slice(&h.low().to_be_bytes());
+        bytes.extend_from_slice(&h.high().to_be_bytes());
+        bytes.extend_from_slice(&1.0f64.to_be_bytes());
+        bytes.extend_from_slice(&counts);
         Ok(crate::core::base64::encode(&bytes))
     }
 
@@ -313,20 +340,7 @@ fn decode_v2(b: &[u8]) -> Result<Histogram<u64>, HistogramError> {
     }
     let mut h = Histogram::<u64>::new_with_bounds(low, high, digits as u8)
         .map_err(|e| HistogramError::Decode(format!("bounds: {e:?}")))?;
-    // hdrhistogram's layout: unit magnitude floor(log2(low)); sub-buckets of
-    // 2^ceil(log2(2 × 10^digits)), the lower half used only by the first bucket.
-    let unit = 63 - low.leading_zeros();
-    let half_magnitude = 64 - (2 * 10u64.pow(digits) - 1).leading_zeros() - 1;
-    let half = 1u64 << half_magnitude;
-    let value_for = |index: u64| {
-        let bucket = (index >> half_magnitude).saturating_sub(1);
-        let sub = if index < half {
-            index
-        } else {
-            (index & (half - 1)) + half
-        };
-        sub << (bucket + u64::from(unit))
-    };
+    let layout = Layout::of(low, digits);
     let counts = b.get(V2_HEADER..V2_HEADER + payload).unwrap_or(&[]);
     let len = h.distinct_values() as u64;
     let (mut pos, mut index) = (0usize, 0u64);
@@ -355,12 +369,66 @@ fn decode_v2(b: &[u8]) -> Result<Histogram<u64>, HistogramError> {
             if index >= len {
                 return Err(err("more counts than the bounds hold"));
             }
-            h.record_n(value_for(index), n as u64)
+            h.record_n(layout.value_for(index), n as u64)
                 .map_err(|e| HistogramError::Decode(format!("count: {e:?}")))?;
         }
         index += 1;
     }
     Ok(h)
+}
+
+/// hdrhistogram's counts layout for a histogram's lowest value and significant digits:
+/// unit magnitude floor(log2(low)); sub-buckets of 2^ceil(log2(2 × 10^digits)), the lower
+/// half used only by the first bucket.
+struct Layout {
+    unit: u32,
+    half_magnitude: u32,
+}
+
+impl Layout {
+    fn of(low: u64, digits: u32) -> Self {
+        Layout {
+            unit: 63 - low.max(1).leading_zeros(),
+            half_magnitude: 64 - (2 * 10u64.pow(digits.min(5)) - 1).leading_zeros() - 1,
+        }
+    }
+
+    /// The lowest value counted at `index`.
+    fn value_for(&self, index: u64) -> u64 {
+        let half = 1u64 << self.half_magnitude;
+        let bucket = (index >> self.half_magnitude).saturating_sub(1);
+        let sub = if index < half {
+            index
+        } else {
+            (index & (half - 1)) + half
+        };
+        sub << (bucket + u64::from(self.unit))
+    }
+
+    /// The index counting `value`.
+    fn index_for(&self, value: u64) -> u64 {
+        let sub_magnitude = self.half_magnitude + 1;
+        let mask = ((1u64 << sub_magnitude) - 1) << self.unit;
+        let bucket =
+            (64 - self.unit - sub_magnitude).saturating_sub((value | mask).leading_zeros());
+        let sub = value >> (bucket + self.unit);
+        ((u64::from(bucket) + 1) << self.half_magnitude) + sub - (1u64 << self.half_magnitude)
+    }
+}
+
+/// Appends `n` zig-zag encoded, in HdrHistogram's LEB128 form (at most 9 bytes, the ninth
+/// with all 8 bits).
+fn put_zig_zag(out: &mut Vec<u8>, n: i64) {
+    let mut v = ((n << 1) ^ (n >> 63)) as u64;
+    for _ in 0..8 {
+        if v < 0x80 {
+            out.push(v as u8);
+            return;
+        }
+        out.push((v & 0x7f) as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
 }
 
 #[cold]
@@ -527,6 +595,18 @@ mod tests {
         }
         let text = h.encode().expect("encode");
         let bytes = crate::core::base64::decode(&text).expect("b64");
+        // Byte for byte what `hdrhistogram`'s serializer writes, empty or not.
+        use hdrhistogram::serialization::{Serializer, V2Serializer};
+        for hist in [&h, &Hist::new(), &hist_of(&[0]), &hist_of(&[u64::MAX >> 2])] {
+            let mut theirs = Vec::new();
+            V2Serializer::new()
+                .serialize(&hist.inner, &mut theirs)
+                .expect("serialize");
+            assert_eq!(
+                crate::core::base64::decode(&hist.encode().expect("encode")),
+                Ok(theirs)
+            );
+        }
         // V2 cookie (0x1c849303 | word size 0x10), big-endian, as HdrHistogram Java writes it.
         assert_eq!(&bytes[..4], &[0x1c, 0x84, 0x93, 0x13]);
         let back = Hist::decode(&text).expect("decode");
@@ -536,7 +616,7 @@ mod tests {
 
     #[test]
     fn the_compressed_v2_form_is_read_too() {
-        use hdrhistogram::serialization::V2DeflateSerializer;
+        use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
         let h = hist_of(&[3, 3, 40, 900_000, 77_777_777]);
         let mut bytes = Vec::new();
         V2DeflateSerializer::new()
@@ -552,7 +632,9 @@ mod tests {
     /// index's count, total, min and max.
     #[test]
     fn the_v2_reader_reads_what_hdrhistogram_reads() {
-        use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
+        use hdrhistogram::serialization::{
+            Deserializer, Serializer, V2DeflateSerializer, V2Serializer,
+        };
         let mut rng = Rng(7);
         for case in 0..300u64 {
             let digits = 1 + (case % 3) as u8;
@@ -577,6 +659,14 @@ mod tests {
                     .deserialize(&mut bytes.as_slice())
                     .expect("de");
                 let text = crate::core::base64::encode(&bytes);
+                if !compressed {
+                    // And the writer writes what `V2Serializer` writes.
+                    let wrapped = Hist {
+                        inner: h.clone(),
+                        exact: None,
+                    };
+                    assert_eq!(wrapped.encode().expect("encodes"), text, "case {case}");
+                }
                 let ours = Hist::decode(&text).expect("decodes").inner;
                 assert_eq!(ours, theirs, "case {case}, compressed {compressed}");
                 assert_eq!(ours.len(), theirs.len());
