@@ -180,6 +180,54 @@ struct InFlight {
     stalled: bool,
 }
 
+/// The requests in flight, by id: a list sorted by id (ids are given in dispatch order,
+/// so an insert appends), each boxed so that removing one moves only pointers. A
+/// `BTreeMap` did the same with several KB more of each wasm (its removal and rebalancing
+/// code is used nowhere else).
+#[derive(Default)]
+struct InFlightList(Vec<(u32, Box<InFlight>)>);
+
+impl InFlightList {
+    fn insert(&mut self, id: u32, f: InFlight) {
+        let at = self.0.partition_point(|(i, _)| *i < id);
+        if self.0.get(at).is_some_and(|(i, _)| *i == id) {
+            *self.0[at].1 = f;
+        } else {
+            self.0.insert(at, (id, Box::new(f)));
+        }
+    }
+
+    fn position(&self, id: u32) -> Option<usize> {
+        self.0.binary_search_by_key(&id, |(i, _)| *i).ok()
+    }
+
+    fn get_mut(&mut self, id: u32) -> Option<&mut InFlight> {
+        let at = self.position(id)?;
+        Some(&mut self.0[at].1)
+    }
+
+    fn remove(&mut self, id: u32) -> Option<InFlight> {
+        let at = self.position(id)?;
+        Some(*self.0.remove(at).1)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u32, &InFlight)> {
+        self.0.iter().map(|(i, f)| (*i, &**f))
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut InFlight)> {
+        self.0.iter_mut().map(|(i, f)| (*i, &mut **f))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// A whole run: every step of the sweep, from the first dispatch to the last record.
 pub struct RunSession {
     cfg: RunConfig,
@@ -197,7 +245,7 @@ pub struct RunSession {
     sched: Option<Scheduler>,
     step_gap_until: Option<u64>,
     next_index: u32,
-    in_flight: BTreeMap<u32, InFlight>,
+    in_flight: InFlightList,
     records: Vec<RequestRecord>,
     phases: Vec<(u32, Phase)>,
     progress: Progress,
@@ -237,7 +285,7 @@ impl RunSession {
             sched: None,
             step_gap_until: None,
             next_index: 0,
-            in_flight: BTreeMap::new(),
+            in_flight: InFlightList::default(),
             records: Vec::new(),
             phases: Vec::new(),
             live: (Hist::new(), Hist::new()),
@@ -294,7 +342,7 @@ impl RunSession {
     fn check_stalls(&mut self, now_us: u64, transport: &mut dyn Transport) -> Option<u64> {
         let limit = self.cfg.load.value.stall_timeout_ms.saturating_mul(1000);
         let mut earliest: Option<u64> = None;
-        for (&id, f) in self.in_flight.iter_mut() {
+        for (id, f) in self.in_flight.iter_mut() {
             if f.stalled {
                 continue;
             }
@@ -427,7 +475,7 @@ impl RunSession {
 
     /// Response headers of request `id` arrived at `t_us`.
     pub fn on_headers(&mut self, id: u32, t_us: u64, status: u16, content_type: Option<&str>) {
-        if let Some(f) = self.in_flight.get_mut(&id) {
+        if let Some(f) = self.in_flight.get_mut(id) {
             f.last_activity_us = f.last_activity_us.max(t_us);
             f.timeline.on_headers(t_us, status, content_type);
         }
@@ -435,7 +483,7 @@ impl RunSession {
 
     /// Body bytes of request `id` arrived at `t_us`.
     pub fn on_bytes(&mut self, id: u32, t_us: u64, bytes: &[u8]) {
-        if let Some(f) = self.in_flight.get_mut(&id) {
+        if let Some(f) = self.in_flight.get_mut(id) {
             f.last_activity_us = f.last_activity_us.max(t_us);
             f.timeline.on_bytes(t_us, bytes);
         }
@@ -445,7 +493,7 @@ impl RunSession {
     /// recorded as stalled (it aborted it for silence) or aborted (the user stopped the
     /// run); any other failure as the host says.
     pub fn on_end(&mut self, id: u32, t_us: u64, end: StreamEnd) {
-        let Some(f) = self.in_flight.remove(&id) else {
+        let Some(f) = self.in_flight.remove(id) else {
             return;
         };
         let end = match end {
@@ -502,7 +550,7 @@ impl RunSession {
         }
         self.stopped = true;
         self.step_gap_until = None;
-        for (&id, f) in &self.in_flight {
+        for (id, f) in self.in_flight.iter() {
             if !f.stalled {
                 transport.abort(id);
             }
@@ -533,8 +581,8 @@ impl RunSession {
         let mut p = self.progress.clone();
         p.tokens += self
             .in_flight
-            .values()
-            .map(|f| f.timeline.tokens_so_far())
+            .iter()
+            .map(|(_, f)| f.timeline.tokens_so_far())
             .sum::<u64>();
         p
     }
@@ -554,7 +602,7 @@ impl RunSession {
     /// request still in flight (the host gave up on it) is recorded as aborted.
     pub fn finish(mut self, now_us: u64) -> Vec<RequestRecord> {
         let left = std::mem::take(&mut self.in_flight);
-        for (_, f) in left {
+        for (_, f) in left.0 {
             self.records.push(
                 f.timeline
                     .finish(now_us, StreamEnd::Failed(Outcome::Aborted)),
