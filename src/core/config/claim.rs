@@ -4,8 +4,6 @@
 //! tables below); the scanning is small and pure. The stated values become a share link's
 //! pins, each `declared`; the rest stays open for the vendor or the user.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 use super::pins::{PinId, RawConfig};
@@ -867,16 +865,15 @@ pub fn analyse(text: &str) -> ClaimAnalysis {
 
     // What is open, and whether it can be checked.
     let stated = |f: &str| pins.iter().any(|s| s.field == f);
-    let mut fields_by_pin: BTreeMap<PinId, Vec<&str>> = BTreeMap::new();
-    for &(name, pin) in RawConfig::FIELDS {
-        fields_by_pin.entry(pin).or_default().push(name);
+    // Each pin (but the endpoint) none of whose form fields the claim states, in pin order.
+    let mut open: Vec<PinId> = Vec::new();
+    for &(_, pin) in RawConfig::FIELDS {
+        let fields = || RawConfig::FIELDS.iter().filter(move |(_, p)| *p == pin);
+        if pin != PinId::Endpoint && !open.contains(&pin) && !fields().any(|(f, _)| stated(f)) {
+            open.push(pin);
+        }
     }
-    let open: Vec<PinId> = fields_by_pin
-        .iter()
-        .filter(|(pin, _)| **pin != PinId::Endpoint)
-        .filter(|(_, fields)| !fields.iter().any(|f| stated(f)))
-        .map(|(pin, _)| *pin)
-        .collect();
+    crate::core::sort::sort(&mut open);
     let mut reasons = Vec::new();
     let speed = figures.iter().find_map(|f| match f {
         Figure::Throughput { scope, ttft, .. } => Some((*scope, *ttft)),
@@ -950,6 +947,7 @@ pub fn analyse(text: &str) -> ClaimAnalysis {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[derive(serde::Deserialize)]
     struct Case {

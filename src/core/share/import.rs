@@ -939,7 +939,8 @@ fn aiperf(title: &str, v: &Value) -> Result<Imported, ImportError> {
 
 fn aiperf_records(title: &str, text: &str) -> Result<Imported, ImportError> {
     let mut raws = Vec::new();
-    let (mut warm, mut models) = (0u32, std::collections::BTreeSet::new());
+    // The first model name in sorted order (one is expected).
+    let (mut warm, mut models) = (0u32, None::<String>);
     for (n, line) in text
         .lines()
         .enumerate()
@@ -958,7 +959,9 @@ fn aiperf_records(title: &str, text: &str) -> Result<Imported, ImportError> {
         let warmup = phase == "warmup";
         warm += u32::from(warmup);
         if let Some(model) = s(md, &["model_name"]) {
-            models.insert(model);
+            if models.as_ref().is_none_or(|m| model < *m) {
+                models = Some(model);
+            }
         }
         let gaps = m
             .pointer("/inter_chunk_latency/value")
@@ -1009,11 +1012,11 @@ fn aiperf_records(title: &str, text: &str) -> Result<Imported, ImportError> {
     let plens: Vec<u64> = measured.iter().filter_map(|r| r.prompt_tokens).collect();
     let olens: Vec<u64> = measured.iter().filter_map(|r| r.output_tokens).collect();
     let mut rows = Vec::new();
-    match models.iter().next() {
+    match models {
         Some(m) => rows.push(pinned(
             PinId::Model,
             "model.id",
-            m.clone(),
+            m,
             src("metadata.model_name"),
         )),
         None => rows.push(unpinned(

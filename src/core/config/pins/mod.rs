@@ -852,6 +852,21 @@ mod tests {
         assert!(RawConfig::from_share_json("[1]").is_none());
         let partial = RawConfig::from_share_json(r#"{"model_id":"m","nope":"x"}"#).expect("object");
         assert_eq!(partial.model_id.text, "m");
+        // A member that is not text (even an unknown one) makes it not a share link, as a
+        // `{field: text}` map reads it.
+        for bad in [
+            r#"{"model_id":1}"#,
+            r#"{"nope":null}"#,
+            r#"{"model_id":["m"]}"#,
+            "\"m\"",
+        ] {
+            assert!(RawConfig::from_share_json(bad).is_none(), "{bad}");
+        }
+        // Escapes in names and texts survive the round trip.
+        let mut odd = RawConfig::default();
+        odd.model_id.text = "a \"quoted\" \\ na\nme\u{1}!".into();
+        let back = RawConfig::from_share_json(&odd.to_share_json()).expect("parses");
+        assert_eq!(back.model_id.text, odd.model_id.text);
     }
 
     #[test]

@@ -124,11 +124,14 @@ impl RawConfig {
     /// Fills fields from [`RawConfig::to_share_json`]'s output as declared values; unknown
     /// names are ignored. `None` when the text is not such an object.
     pub fn from_share_json(text: &str) -> Option<RawConfig> {
-        let map: BTreeMap<String, String> = serde_json::from_str(text).ok()?;
+        let v: serde_json::Value = serde_json::from_str(text).ok()?;
+        let map = v.as_object()?;
         let mut r = RawConfig::default();
+        // Every member must be a string, as a `{field: text}` map reads.
         for (name, value) in map {
-            if let Some(f) = r.field_mut(&name) {
-                *f = RawField::declared(value);
+            let value = value.as_str()?;
+            if let Some(f) = r.field_mut(name) {
+                *f = RawField::declared(value.to_owned());
             }
         }
         Some(r)
