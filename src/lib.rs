@@ -9,13 +9,6 @@
 
 pub mod core;
 
-/// The wasm builds' allocator: Talc, in place of Rust's default dlmalloc (smaller and
-/// faster in WebAssembly). Each wasm instance — the page's, the run worker's — is single
-/// threaded.
-#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
-#[global_allocator]
-static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
-
 /// The native host: `pinbench run` over a native HTTP client (not in the wasm build).
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;

@@ -8,8 +8,8 @@
 //! own small tree, so a 10,000-request report never becomes one tree; the other members
 //! are trees. The JSON accepted is the same as serde's derived readers accept, and so are
 //! the refusals — a missing or unknown field, an unknown `kind` or variant, a value of the
-//! wrong type or out of range — each named with its path
-//! (`body: records: [3]: outcome: unknown variant …`). `tests/report_reader.rs` checks
+//! wrong type or out of range — each named with its path (`records: [3]: outcome: unknown
+//! variant …`, `body: merged: common_us: invalid length 1, …`). `tests/report_reader.rs` checks
 //! this against serde's derived readers over the fixtures' documents, valid and mutated.
 //!
 //! Two differences, as for the configuration: inside a record or a tree member, a `Value`
