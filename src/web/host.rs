@@ -57,7 +57,7 @@ pub struct RunResult {
 /// derived readers.
 impl<'de> Deserialize<'de> for RunRequest {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use crate::core::pins::read::{field, list, optional, string, uint64};
+        use crate::core::pins::read::{field, list, optional, pair, string, uint64};
         let v = serde_json::Value::deserialize(d)?;
         let read = |v: &serde_json::Value| -> Result<RunRequest, String> {
             let m = v.as_object().ok_or("a run request is an object")?;
@@ -65,12 +65,7 @@ impl<'de> Deserialize<'de> for RunRequest {
                 cfg: field(m, "cfg", crate::core::pins::read::run_config)?,
                 calibration: field(m, "calibration", crate::core::share::read::calibration)?,
                 api_key: optional(m, "api_key", string)?,
-                extra_header: optional(m, "extra_header", |v| {
-                    match v.as_array().map(Vec::as_slice) {
-                        Some([a, b]) => Ok((string(a)?, string(b)?)),
-                        _ => Err("expected [name, value]".to_owned()),
-                    }
-                })?,
+                extra_header: optional(m, "extra_header", |v| pair(v, string))?,
                 seed: field(m, "seed", |v| {
                     list(v, |b| {
                         uint64(b).and_then(|n| u8::try_from(n).map_err(|_| "a byte".to_owned()))

@@ -235,12 +235,7 @@ fn dist(v: &Value) -> read::R<Dist> {
     const FIELDS: [&str; 9] = [
         "count", "min", "mean", "p50", "p90", "p95", "p99", "p999", "max",
     ];
-    let m = read::object(v, &FIELDS)?;
-    let mut n = [0u64; 9];
-    for (x, name) in n.iter_mut().zip(FIELDS) {
-        *x = read::field(m, name, read::uint64)?;
-    }
-    let [count, min, mean, p50, p90, p95, p99, p999, max] = n;
+    let [count, min, mean, p50, p90, p95, p99, p999, max] = read::integers(v, &FIELDS)?;
     Ok(Dist {
         count,
         min,
@@ -285,10 +280,7 @@ fn read_item(v: &Value) -> read::R<Item> {
         label: read::field(m, "label", read::string)?,
         value: read::field(m, "value", read::string)?,
         // `#[serde(default)]`: missing is empty, `null` is not a string.
-        window: match m.get("window") {
-            None => String::new(),
-            Some(_) => read::field(m, "window", read::string)?,
-        },
+        window: read::defaulted(m, "window", read::string)?,
     })
 }
 

@@ -30,7 +30,8 @@ use crate::core::dialect::{ServerTimings, Usage};
 use crate::core::merge::{MergeInfo, MergeSource};
 use crate::core::metrics::{ClientEnv, ClientVerdict, RunHost, Slo};
 use crate::core::pins::read::{
-    self as r, boolean, field, invalid, list, object, optional, string, uint32, uint64, R,
+    self as r, boolean, defaulted, field, integers, invalid, list, object, optional, pair, string,
+    uint32, uint64, R,
 };
 use crate::core::prompt::Calibration;
 use crate::core::record::{
@@ -216,34 +217,10 @@ pub fn checkpoint(mut m: Members) -> R<Checkpoint> {
     })
 }
 
-/// A member with a default: missing is the default; `null` is read (and refused where
-/// `T` is not optional), as serde's `#[serde(default)]` does.
-fn defaulted<T: Default>(m: &Map<String, Value>, name: &str, read: fn(&Value) -> R<T>) -> R<T> {
-    match m.get(name) {
-        None => Ok(T::default()),
-        Some(_) => field(m, name, read),
-    }
-}
-
 fn uint16(v: &Value) -> R<u16> {
     v.as_u64()
         .and_then(|n| u16::try_from(n).ok())
         .ok_or_else(|| invalid(v, "u16"))
-}
-
-/// `[a, b]`: a pair of integers.
-fn pair(v: &Value) -> R<(u64, u64)> {
-    match v.as_array().map(Vec::as_slice) {
-        Some([a, b]) => Ok((
-            uint64(a).map_err(|e| format!("[0]: {e}"))?,
-            uint64(b).map_err(|e| format!("[1]: {e}"))?,
-        )),
-        Some(items) => Err(format!(
-            "invalid length {}, expected a tuple of size 2",
-            items.len()
-        )),
-        None => Err(invalid(v, "a tuple of size 2")),
-    }
 }
 
 fn slo(v: &Value) -> R<Slo> {
@@ -325,7 +302,7 @@ fn merge_info(v: &Value) -> R<MergeInfo> {
     )?;
     Ok(MergeInfo {
         sources: field(m, "sources", |v| list(v, merge_source))?,
-        common_us: field(m, "common_us", pair)?,
+        common_us: field(m, "common_us", |v| pair(v, uint64))?,
         common_output_tokens: field(m, "common_output_tokens", uint64)?,
         common_aggregate_output_milli: field(m, "common_aggregate_output_milli", uint64)?,
     })
@@ -349,7 +326,7 @@ fn merge_source(v: &Value) -> R<MergeSource> {
         key_id: field(m, "key_id", string)?,
         created: field(m, "created", string)?,
         records: field(m, "records", uint32)?,
-        measured_us: field(m, "measured_us", pair)?,
+        measured_us: field(m, "measured_us", |v| pair(v, uint64))?,
     })
 }
 
@@ -475,16 +452,6 @@ pub fn record(v: &Value) -> R<RequestRecord> {
     })
 }
 
-/// An object of exactly these four integer members, in this order.
-fn integers(v: &Value, names: &[&str; 4]) -> R<[u64; 4]> {
-    let m = object(v, names)?;
-    let mut n = [0u64; 4];
-    for (x, name) in n.iter_mut().zip(names) {
-        *x = field(m, name, uint64)?;
-    }
-    Ok(n)
-}
-
 fn outcome(v: &Value) -> R<Outcome> {
     let (kind, m) = r::tagged(
         v,
@@ -563,16 +530,7 @@ pub fn calibration(v: &Value) -> R<Calibration> {
             v.as_i64().ok_or_else(|| invalid(v, "i64"))
         })?,
         tokens_per_word_milli: field(m, "tokens_per_word_milli", uint64)?,
-        verified: defaulted(m, "verified", |v| {
-            list(v, |v| {
-                let (a, b) = pair(v)?;
-                let small = |n: u64, i: usize| {
-                    u32::try_from(n)
-                        .map_err(|_| format!("[{i}]: invalid value: number `{n}`, expected u32"))
-                };
-                Ok((small(a, 0)?, small(b, 1)?))
-            })
-        })?,
+        verified: defaulted(m, "verified", |v| list(v, |v| pair(v, uint32)))?,
     })
 }
 

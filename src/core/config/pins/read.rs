@@ -486,6 +486,44 @@ pub(crate) fn optional<T>(
     }
 }
 
+/// A member with a default: missing is the default; `null` is read (and refused where
+/// `T` is not optional), as serde's `#[serde(default)]` does.
+pub(crate) fn defaulted<T: Default>(
+    m: &Map<String, Value>,
+    name: &str,
+    read: fn(&Value) -> R<T>,
+) -> R<T> {
+    match m.get(name) {
+        None => Ok(T::default()),
+        Some(_) => field(m, name, read),
+    }
+}
+
+/// `[a, b]`: a pair (a tuple of two), each read by `read`.
+pub(crate) fn pair<T>(v: &Value, read: fn(&Value) -> R<T>) -> R<(T, T)> {
+    match v.as_array().map(Vec::as_slice) {
+        Some([a, b]) => Ok((
+            read(a).map_err(|e| format!("[0]: {e}"))?,
+            read(b).map_err(|e| format!("[1]: {e}"))?,
+        )),
+        Some(items) => Err(format!(
+            "invalid length {}, expected a tuple of size 2",
+            items.len()
+        )),
+        None => Err(invalid(v, "a tuple of size 2")),
+    }
+}
+
+/// An object of exactly these integer members, read in this order.
+pub(crate) fn integers<const N: usize>(v: &Value, names: &[&str; N]) -> R<[u64; N]> {
+    let m = object(v, names)?;
+    let mut n = [0u64; N];
+    for (x, name) in n.iter_mut().zip(names) {
+        *x = field(m, name, uint64)?;
+    }
+    Ok(n)
+}
+
 /// A sequence, each element read by `read`.
 pub(crate) fn list<T>(v: &Value, read: fn(&Value) -> R<T>) -> R<Vec<T>> {
     let items = v.as_array().ok_or_else(|| invalid(v, "a sequence"))?;
