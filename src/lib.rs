@@ -7,7 +7,7 @@
 //! * `ui` holds the Leptos views (wasm32 only): thin, over core types.
 //! * `native` is the native host of the same run session (`pinbench run`).
 
-pub mod core;
+pub use pinbench_core as core;
 
 /// The native host: `pinbench run` over a native HTTP client (not in the wasm build).
 #[cfg(not(target_arch = "wasm32"))]

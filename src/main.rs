@@ -17,26 +17,10 @@ pub fn pinbench_worker_main() {
     pinbench::web::worker::worker_main();
 }
 
-/// Natively: `pinbench run --pins pins.json` (the native host of the run session).
+/// Natively: the `pinbench` command (probe, behaviour, run, verify, merge, view).
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("run") => {
-            if let Err(e) = pinbench::native::cli::run(&args[1..]) {
-                eprintln!("pinbench run: {e}");
-                std::process::exit(2);
-            }
-        }
-        Some("merge") => {
-            if let Err(e) = pinbench::native::cli::merge(&args[1..]) {
-                eprintln!("pinbench merge: {e}");
-                std::process::exit(2);
-            }
-        }
-        _ => {
-            eprintln!("pinbench is a browser app (build it with `trunk build --release`, see README.md);\nnatively it runs the same benchmark from the command line:\n\n{}", pinbench::native::cli::USAGE);
-            std::process::exit(if args.is_empty() { 0 } else { 2 });
-        }
-    }
+    use clap::Parser;
+    let cli = pinbench::native::cli::Cli::parse();
+    std::process::exit(pinbench::native::cli::main(cli));
 }

@@ -62,7 +62,7 @@ fn run(tmp: &Tmp, pins_text: &str, extra: &[&str]) -> report::Report {
     .map(|s| s.to_string())
     .collect();
     args.extend(extra.iter().map(|s| s.to_string()));
-    pinbench::native::cli::run(&args).expect("the native run succeeds");
+    pinbench::native::cli::run_args(&args).expect("the native run succeeds");
     let text = std::fs::read_to_string(tmp.path("report.json")).expect("report written");
     let opened = report::open(&text).expect("the report opens");
     assert!(
@@ -202,11 +202,12 @@ fn an_unpinned_file_is_refused_with_every_missing_pin() {
         &tmp.path("pins.json"),
         "--key",
         &tmp.path("key.json"),
+        "--no-probe",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let err = pinbench::native::cli::run(&args)
+    let err = pinbench::native::cli::run_args(&args)
         .expect_err("refused")
         .to_string();
     assert!(

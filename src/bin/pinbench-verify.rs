@@ -7,51 +7,17 @@
 //! signature, unknown signer" — anyone can make a key); 1 when any report is unsigned,
 //! modified, inconsistent or unreadable; 2 on usage errors.
 
-use pinbench::core::report::{self, Verification};
+use pinbench::core::lifecycle::{check_report, CheckOutcome};
 
-/// What one report came to.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Outcome {
-    Trusted,
-    UnknownSigner,
-    Bad,
-}
-
-fn check(path: &str, trust: &[String]) -> Result<Outcome, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    let opened = report::open(&text).map_err(|e| format!("{path}: {e}"))?;
-    let mut outcome = match &opened.verification {
-        Verification::Valid { key_id, public_key } => {
-            if trust.iter().any(|t| t == key_id || t == public_key) {
-                println!("{path}: signature valid, trusted signer (key {key_id})");
-                Outcome::Trusted
-            } else {
-                println!("{path}: valid signature, unknown signer (key {key_id}, public key {public_key}); pass --trust to accept it");
-                Outcome::UnknownSigner
-            }
-        }
-        Verification::Unsigned => {
-            println!("{path}: unsigned");
-            Outcome::Bad
-        }
-        Verification::Invalid { reason } => {
-            println!("{path}: signature INVALID: {reason}");
-            Outcome::Bad
-        }
+fn check(path: &str, trust: &[String]) -> CheckOutcome {
+    let (outcome, lines) = match std::fs::read_to_string(path) {
+        Ok(text) => check_report(&text, trust),
+        Err(e) => (CheckOutcome::Bad, vec![e.to_string()]),
     };
-    let mismatches = report::recompute(&opened.report).map_err(|e| format!("{path}: {e}"))?;
-    if mismatches.is_empty() {
-        println!("{path}: every summary figure matches its records");
-    } else {
-        outcome = Outcome::Bad;
-        for m in mismatches {
-            println!(
-                "{path}: MISMATCH {}: stored {} recomputed {}",
-                m.path, m.stored, m.recomputed
-            );
-        }
+    for l in lines {
+        println!("{path}: {l}");
     }
-    Ok(outcome)
+    outcome
 }
 
 fn main() {
@@ -78,17 +44,10 @@ fn main() {
         eprintln!("usage: pinbench-verify [--trust KEY]… REPORT.json…\nexit 0: trusted and valid; 3: valid, unknown signer; 1: unsigned, modified or inconsistent; 2: usage");
         std::process::exit(2);
     }
-    let mut worst = Outcome::Trusted;
-    for p in &paths {
-        let o = check(p, &trust).unwrap_or_else(|e| {
-            eprintln!("{e}");
-            Outcome::Bad
-        });
-        worst = worst.max(o);
-    }
-    std::process::exit(match worst {
-        Outcome::Trusted => 0,
-        Outcome::UnknownSigner => 3,
-        Outcome::Bad => 1,
-    });
+    let worst = paths
+        .iter()
+        .map(|p| check(p, &trust))
+        .max()
+        .unwrap_or(CheckOutcome::Bad);
+    std::process::exit(worst.exit_code());
 }

@@ -1,56 +1,204 @@
-//! `pinbench run --pins pins.json`: the same run session as the browser's, driven by a
-//! native HTTP client on a single-threaded runtime, writing the same signed report.
+//! `pinbench`, the native command: the same lifecycle as the browser tab (the core's
+//! [`crate::core::lifecycle`]: probe, pin, calibrate, behaviour probes, build, sign) and the
+//! same run session, over a native HTTP/1.1 and HTTP/2 client. This file is argument
+//! handling and terminal output only; every decision is the core's.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use clap::{Args, Parser, Subcommand};
 use tokio::sync::mpsc;
 
+use super::host::{random_bytes, NativeHost};
 use super::net::{Clock, NativeNet, NetEvent};
 use crate::core::histogram::Hist;
+use crate::core::lifecycle::{self, ApiKey, CheckOutcome, FillPolicy, Target};
 use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{RawConfig, RunConfig};
-use crate::core::prompt::{self, Calibration, CalibrationError};
+use crate::core::prompt::Calibration;
 use crate::core::record::RequestRecord;
-use crate::core::report::{Report, ReportBody};
+use crate::core::report::{ProbeSnapshot, Report, ReportBody};
 use crate::core::session::{Progress, RunSession, Wake};
 use crate::core::sign::KeyPair;
 
-/// Usage text of `pinbench run`.
-pub const USAGE: &str = "\
-usage: pinbench run --pins FILE [options]
+/// Exit statuses, as `--help` lists them.
+const EXIT_CODES: &str = "\
+Exit status:
+  0  done (verify: every report valid, consistent and signed by a trusted key)
+  1  verify/view: a report is unsigned, modified, inconsistent or unreadable
+  2  usage error, or the command failed (network, pins, files)
+  3  verify/view: valid and consistent, but signed by a key not given with --trust";
 
-Runs a pinned benchmark natively (the same run session as the browser app) and writes a
-signed report. FILE is the share link's JSON form: an object of pin name -> text, e.g.
-{\"endpoint_url\": \"https://127.0.0.1:8443\", \"model_id\": \"m\", \"concurrency\": \"8\", …};
-every pin must be set (the run does not probe).
+/// Benchmarks LLM inference endpoints with every parameter pinned; the native host of the
+/// browser app's run engine, writing the same signed reports.
+#[derive(Debug, Parser)]
+#[command(name = "pinbench", version, after_help = EXIT_CODES, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
 
-options:
-  --out FILE           where to write the report (default pinbench-report.json)
-  --key FILE           signing key: the app's exported JSON or a base64 secret, created
-                       there when missing (default ~/.config/pinbench/signing-key.json)
-  --ca-cert FILE       also trust this certificate (DER or PEM), e.g. the reference
-                       server's --cert-out
-  --api-key-env NAME   read the API key from this environment variable
-  --header K:V         send this header with every request (e.g. x-pinbench-fault)
-  --slo-ttft-ms N, --slo-tpot-ms N, --slo-e2e-ms N   goodput SLOs
-  --start-at UNIX_MS   wait until this wall-clock instant before the first request (N
-                       copies started by a job runner then start together)
-  --quiet              no progress bar
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read what an endpoint says about itself (/v1/models and the follow-up reads of the
+    /// engine it recognises) and print the pins it fills, each with where it came from:
+    /// the same as the app's "Probe endpoint".
+    Probe(ProbeArgs),
+    /// Measure what an endpoint does and does not say: the batching regime (continuous or
+    /// static), the prefix cache (on or off) and decode slowdown with context. The same as
+    /// the app's "Measure server behaviour".
+    #[command(alias = "behavior")]
+    Behaviour(BehaviourArgs),
+    /// Run a pinned benchmark and write a signed report. Pins the file leaves open are
+    /// probed from the endpoint (unless --no-probe); the run starts only when every pin is set.
+    Run(RunArgs),
+    /// Check reports: the signature (against --trust keys) and every summary figure
+    /// recomputed from the records.
+    Verify(VerifyArgs),
+    /// Merge reports that several clients ran with the same pins at the same time into one
+    /// signed report: all records on one clock, the load summed, the aggregate over the
+    /// window every client was measuring. Refuses unsigned or modified reports, differing
+    /// pins and windows that do not overlap.
+    Merge(MergeArgs),
+    /// Print a report's headline figures (each with its window), its pins and its client
+    /// verdict, recomputed from its records.
+    View(ViewArgs),
+}
 
-usage: pinbench merge --out FILE [--key FILE] A.json B.json …
+/// How to reach the endpoint.
+#[derive(Debug, Args)]
+pub struct NetArgs {
+    /// Also trust this certificate (DER or PEM), e.g. the reference server's --cert-out.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<String>,
+    /// Read the API key from this environment variable (sent to the endpoint's origin only).
+    #[arg(long, value_name = "NAME")]
+    pub api_key_env: Option<String>,
+    /// Send this header with every request (e.g. "x-pinbench-fault: status=429").
+    #[arg(long, value_name = "K:V", value_parser = parse_header)]
+    pub header: Option<(String, String)>,
+}
 
-Merges reports that several clients ran with the same pins at the same time into one
-signed report: all records on one clock, the load summed, and the aggregate over the
-window every client was measuring. Refuses unsigned or modified reports, differing pins
-and windows that do not overlap.";
+/// `pinbench probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The endpoint's base URL, e.g. https://127.0.0.1:8443.
+    pub url: String,
+    #[command(flatten)]
+    pub net: NetArgs,
+    /// Print JSON (the fills with their provenance, and what each read said).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `pinbench behaviour`.
+#[derive(Debug, Args)]
+pub struct BehaviourArgs {
+    /// The endpoint's base URL.
+    pub url: String,
+    /// The model id (default: the first model /v1/models lists).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The API shape: completions or chat.
+    #[arg(long, default_value = "completions", value_parser = ["completions", "chat"])]
+    pub api: String,
+    #[command(flatten)]
+    pub net: NetArgs,
+    /// Print JSON (verdicts, fills and evidence).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `pinbench run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The pins: the share link's JSON form, an object of pin name -> text (e.g.
+    /// {"endpoint_url": "https://127.0.0.1:8443", "concurrency": "8", …}).
+    #[arg(long, value_name = "FILE")]
+    pub pins: PathBuf,
+    /// Where to write the report.
+    #[arg(long, value_name = "FILE", default_value = "pinbench-report.json")]
+    pub out: PathBuf,
+    /// Do not probe the endpoint for pins the file leaves open (every pin must be set).
+    #[arg(long)]
+    pub no_probe: bool,
+    /// Signing key: the app's exported JSON or a base64 secret, created there when missing
+    /// (default ~/.config/pinbench/signing-key.json).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    #[command(flatten)]
+    pub net: NetArgs,
+    /// Goodput SLO: TTFT at most this many ms.
+    #[arg(long, value_name = "MS", default_value = "")]
+    pub slo_ttft_ms: String,
+    /// Goodput SLO: TPOT at most this many ms.
+    #[arg(long, value_name = "MS", default_value = "")]
+    pub slo_tpot_ms: String,
+    /// Goodput SLO: end-to-end latency at most this many ms.
+    #[arg(long, value_name = "MS", default_value = "")]
+    pub slo_e2e_ms: String,
+    /// Wait until this wall-clock instant (Unix ms) before the first request, so N copies
+    /// started by a job runner start together.
+    #[arg(long, value_name = "UNIX_MS")]
+    pub start_at: Option<u64>,
+    /// No progress line.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `pinbench verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A trusted signer: its base64 public key or its key id (ed25519:…). Repeatable.
+    #[arg(long, value_name = "KEY")]
+    pub trust: Vec<String>,
+    /// Report files.
+    #[arg(required = true)]
+    pub reports: Vec<PathBuf>,
+}
+
+/// `pinbench merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Where to write the merged report.
+    #[arg(long, value_name = "FILE", default_value = "pinbench-merged.json")]
+    pub out: PathBuf,
+    /// Signing key (as for `run`).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// The reports to merge.
+    #[arg(required = true, num_args = 2..)]
+    pub reports: Vec<PathBuf>,
+}
+
+/// `pinbench view`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// The report file.
+    pub report: PathBuf,
+    /// Trusted signers (as for `verify`).
+    #[arg(long, value_name = "KEY")]
+    pub trust: Vec<String>,
+    /// Print JSON: the headline figures per step, the verdict and the check.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_header(v: &str) -> Result<(String, String), String> {
+    let (k, h) = v
+        .split_once(':')
+        .ok_or_else(|| format!("wants K:V, got {v:?}"))?;
+    Ok((k.trim().to_owned(), h.trim().to_owned()))
+}
 
 /// Errors of the command (each is printed as one message; none panics).
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// Bad arguments.
-    #[error("{0}\n\n{USAGE}")]
+    #[error("{0}")]
     Usage(String),
     /// The pins file cannot be read or is incomplete.
     #[error("{0}")]
@@ -58,89 +206,54 @@ pub enum CliError {
     /// The network could not be set up.
     #[error(transparent)]
     Net(#[from] super::net::NetError),
+    /// A lifecycle step failed (probe, behaviour probes, calibration).
+    #[error(transparent)]
+    Lifecycle(#[from] lifecycle::LifecycleError),
     /// The report could not be built, signed or written.
     #[error("{0}")]
     Report(String),
 }
 
-struct Args {
-    pins: PathBuf,
-    out: PathBuf,
-    key: Option<PathBuf>,
-    ca_cert: Option<String>,
-    api_key: Option<String>,
-    header: Option<(String, String)>,
-    slo: (String, String, String),
-    quiet: bool,
-    start_at_ms: Option<u64>,
-}
-
-fn parse_args(args: &[String]) -> Result<Args, CliError> {
-    let mut a = Args {
-        pins: PathBuf::new(),
-        out: PathBuf::from("pinbench-report.json"),
-        key: None,
-        ca_cert: None,
-        api_key: None,
-        header: None,
-        slo: Default::default(),
-        quiet: false,
-        start_at_ms: None,
-    };
-    let mut pins = None;
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let mut val = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| CliError::Usage(format!("{flag} needs a value")))
-        };
-        match flag.as_str() {
-            "--pins" => pins = Some(PathBuf::from(val()?)),
-            "--out" => a.out = PathBuf::from(val()?),
-            "--key" => a.key = Some(PathBuf::from(val()?)),
-            "--ca-cert" => a.ca_cert = Some(val()?),
-            "--api-key-env" => {
-                let name = val()?;
-                a.api_key = Some(std::env::var(&name).map_err(|_| {
-                    CliError::Usage(format!("the environment variable {name} is not set"))
-                })?);
-            }
-            "--header" => {
-                let v = val()?;
-                let (k, h) = v
-                    .split_once(':')
-                    .ok_or_else(|| CliError::Usage(format!("--header wants K:V, got {v:?}")))?;
-                a.header = Some((k.trim().to_owned(), h.trim().to_owned()));
-            }
-            "--slo-ttft-ms" => a.slo.0 = val()?,
-            "--slo-tpot-ms" => a.slo.1 = val()?,
-            "--slo-e2e-ms" => a.slo.2 = val()?,
-            "--quiet" => a.quiet = true,
-            "--start-at" => {
-                let v = val()?;
-                a.start_at_ms = Some(v.parse().map_err(|_| {
-                    CliError::Usage(format!("--start-at wants Unix milliseconds, got {v:?}"))
-                })?);
-            }
-            other => return Err(CliError::Usage(format!("unknown argument {other:?}"))),
-        }
+impl NetArgs {
+    fn host(&self) -> NativeHost {
+        NativeHost::new(self.ca_cert.clone(), self.header.clone())
     }
-    a.pins = pins.ok_or_else(|| CliError::Usage("--pins FILE is required".into()))?;
-    Ok(a)
+
+    /// The API key from the environment, bound to `url`'s origin.
+    fn api_key(&self, url: &str) -> Result<Option<ApiKey>, CliError> {
+        let Some(name) = &self.api_key_env else {
+            return Ok(None);
+        };
+        let value = std::env::var(name)
+            .map_err(|_| CliError::Usage(format!("the environment variable {name} is not set")))?;
+        Ok(ApiKey::for_endpoint(&value, url))
+    }
 }
 
-/// Reads a pins file (the share link's JSON form) into a pinned configuration.
-pub fn read_pins(path: &std::path::Path) -> Result<RunConfig, CliError> {
+/// A single-threaded runtime with a local task set (the host's futures are not `Send`).
+fn block_on<F: std::future::Future>(f: F) -> Result<F::Output, CliError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Report(format!("no async runtime: {e}")))?;
+    Ok(tokio::task::LocalSet::new().block_on(&rt, f))
+}
+
+/// Reads a pins file (the share link's JSON form) into raw form fields, all declared.
+pub fn read_raw_pins(path: &Path) -> Result<RawConfig, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::Pins(format!("could not read {}: {e}", path.display())))?;
-    let raw = RawConfig::from_share_json(&text).ok_or_else(|| {
+    RawConfig::from_share_json(&text).ok_or_else(|| {
         CliError::Pins(format!(
             "{} is not a JSON object of pin name -> text",
             path.display()
         ))
-    })?;
-    RunConfig::try_from(&raw).map_err(|e| {
+    })
+}
+
+/// Parses raw fields into a pinned configuration, listing every missing pin.
+pub fn pin(raw: &RawConfig, path: &Path) -> Result<RunConfig, CliError> {
+    RunConfig::try_from(raw).map_err(|e| {
         let lines: Vec<String> = e.problems().iter().map(|p| format!("  - {p}")).collect();
         CliError::Pins(format!(
             "{}: not every pin is set; missing or invalid:\n{}",
@@ -150,12 +263,146 @@ pub fn read_pins(path: &std::path::Path) -> Result<RunConfig, CliError> {
     })
 }
 
-fn random_bytes() -> Result<[u8; 32], CliError> {
-    let mut b = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b))
-        .map_err(|e| CliError::Report(format!("no randomness (/dev/urandom): {e}")))?;
-    Ok(b)
+/// Reads a pins file into a pinned configuration (every pin must be set).
+pub fn read_pins(path: &Path) -> Result<RunConfig, CliError> {
+    pin(&read_raw_pins(path)?, path)
+}
+
+/// The JSON form of a probe's fills.
+fn fills_json(fills: &[crate::core::probe::Fill]) -> Vec<serde_json::Value> {
+    fills
+        .iter()
+        .map(|f| serde_json::json!({"field": f.field, "text": f.text, "provenance": f.provenance}))
+        .collect()
+}
+
+fn print_fills(fills: &[crate::core::probe::Fill]) {
+    for f in fills {
+        println!(
+            "  {:<18} {:<28} {}",
+            f.field,
+            f.text,
+            crate::core::view::provenance_label(&f.provenance)
+        );
+    }
+}
+
+/// `pinbench probe URL`.
+pub fn probe(a: &ProbeArgs) -> Result<(), CliError> {
+    let host = a.net.host();
+    let p = block_on(lifecycle::probe(&host, &a.url))??;
+    if a.json {
+        let doc = serde_json::json!({
+            "engine": p.engine.map(|e| e.name()),
+            "fills": fills_json(&p.fills),
+            "reads": p.snapshots,
+        });
+        println!("{doc:#}");
+    } else {
+        println!(
+            "{}: {} ({} pins)",
+            a.url,
+            p.engine.map_or("engine not recognised", |e| e.name()),
+            p.fills.len()
+        );
+        print_fills(&p.fills);
+    }
+    Ok(())
+}
+
+/// `pinbench behaviour URL`.
+pub fn behaviour(a: &BehaviourArgs) -> Result<(), CliError> {
+    let host = a.net.host();
+    let key = a.net.api_key(&a.url)?;
+    let b = block_on(async {
+        let mut raw = RawConfig::default();
+        raw.endpoint_url.text = a.url.clone();
+        raw.dialect.text = a.api.clone();
+        match &a.model {
+            Some(m) => raw.model_id.text = m.clone(),
+            None => {
+                let p = lifecycle::probe(&host, &a.url).await?;
+                lifecycle::apply_fills(&mut raw, &p.fills, FillPolicy::OpenOnly);
+            }
+        }
+        let target = Target::of_form(&raw)?;
+        lifecycle::behaviour(&host, &target, key.as_ref()).await
+    })??;
+    if a.json {
+        let doc = serde_json::json!({
+            "batching": b.batching,
+            "prefix_cache": b.prefix_cache,
+            "slowdown_ratio": b.slowdown_ratio,
+            "fills": fills_json(&b.fills),
+            "evidence": b.snapshots,
+        });
+        println!("{doc:#}");
+    } else {
+        for l in &b.lines {
+            println!("{l}");
+        }
+        print_fills(&b.fills);
+    }
+    Ok(())
+}
+
+/// `pinbench verify`: the exit status of the worst report.
+pub fn verify(a: &VerifyArgs) -> i32 {
+    let mut worst = CheckOutcome::Trusted;
+    for p in &a.reports {
+        let (o, lines) = match std::fs::read_to_string(p) {
+            Ok(text) => lifecycle::check_report(&text, &a.trust),
+            Err(e) => (CheckOutcome::Bad, vec![e.to_string()]),
+        };
+        for l in lines {
+            println!("{}: {l}", p.display());
+        }
+        worst = worst.max(o);
+    }
+    worst.exit_code()
+}
+
+/// `pinbench view FILE`: prints the report; the exit status is its check's.
+pub fn view(a: &ViewArgs) -> Result<i32, CliError> {
+    let text = std::fs::read_to_string(&a.report)
+        .map_err(|e| CliError::Report(format!("could not read {}: {e}", a.report.display())))?;
+    let (outcome, lines) = lifecycle::check_report(&text, &a.trust);
+    let opened = crate::core::report::open(&text)
+        .map_err(|e| CliError::Report(format!("{}: {e}", a.report.display())))?;
+    let figures = opened
+        .report
+        .body
+        .figures()
+        .map_err(|e| CliError::Report(format!("{}: {e}", a.report.display())))?;
+    if a.json {
+        let steps: Vec<serde_json::Value> = figures
+            .steps
+            .iter()
+            .map(|s| {
+                let figs: Vec<serde_json::Value> = crate::core::view::headline(s)
+                    .into_iter()
+                    .map(|f| serde_json::json!({"key": f.key, "label": f.label, "value": f.value, "window": f.window, "scope": f.scope}))
+                    .collect();
+                serde_json::json!({"step": s.step, "load": s.load.to_string(), "figures": figs})
+            })
+            .collect();
+        let c = &opened.report.body.client;
+        let doc = serde_json::json!({
+            "steps": steps,
+            "client": {"host": c.env.host, "invalid": c.invalid, "findings": c.findings},
+            "check": {"outcome": format!("{outcome:?}"), "lines": lines},
+        });
+        println!("{doc:#}");
+    } else {
+        print!(
+            "{}",
+            crate::core::view::report_text(&opened.report, &figures)
+        );
+        for l in lines {
+            println!("check: {l}");
+        }
+    }
+    Ok(outcome.exit_code())
 }
 
 fn load_key(path: Option<&std::path::Path>) -> Result<KeyPair, CliError> {
@@ -181,7 +428,7 @@ fn load_key(path: Option<&std::path::Path>) -> Result<KeyPair, CliError> {
             path.display()
         ))),
         Err(_) => {
-            let k = KeyPair::from_secret(random_bytes()?);
+            let k = KeyPair::from_secret(random_bytes().map_err(CliError::Report)?);
             let doc = serde_json::json!({"alg": "Ed25519", "key_id": k.key_id(), "public_key": k.public_key_base64(), "secret_key": k.secret_base64()});
             if let Some(dir) = path.parent() {
                 let _ = std::fs::create_dir_all(dir);
@@ -235,15 +482,6 @@ pub fn iso8601(unix_ms: u64) -> String {
     )
 }
 
-/// Runs the core's calibration procedure against the server's `/tokenize`.
-async fn calibrate(cfg: &RunConfig, ca: Option<&str>) -> Result<Calibration, CalibrationError> {
-    let clock = Clock::start();
-    prompt::calibrate_run(cfg, |url, body| async move {
-        super::net::post_json(&url, &body, ca, clock).await.ok()
-    })
-    .await
-}
-
 fn progress_line(p: &Progress, protocol: &str) -> String {
     let secs = p.now_us.saturating_sub(p.started_us) as f64 / 1e6;
     let done = p.planned.map_or(String::new(), |n| {
@@ -285,7 +523,12 @@ async fn drive(
     quiet: bool,
     secrets: Vec<String>,
 ) -> Result<NativeRun, CliError> {
-    let mut session = RunSession::new(cfg, calibration, random_bytes()?, clock.now_us());
+    let mut session = RunSession::new(
+        cfg,
+        calibration,
+        random_bytes().map_err(CliError::Report)?,
+        clock.now_us(),
+    );
     session.set_secrets(secrets);
     let protocol = net.protocol();
     let tty = std::io::stderr().is_terminal();
@@ -410,34 +653,10 @@ fn unix_ms_now() -> u64 {
         .unwrap_or(0)
 }
 
-/// `pinbench merge --out FILE [--key FILE] A.json B.json …`.
-pub fn merge(args: &[String]) -> Result<(), CliError> {
-    let mut out = PathBuf::from("pinbench-merged.json");
-    let mut key = None;
-    let mut files = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--out" => {
-                out = PathBuf::from(
-                    it.next()
-                        .ok_or_else(|| CliError::Usage("--out needs a value".into()))?,
-                )
-            }
-            "--key" => {
-                key =
-                    Some(PathBuf::from(it.next().ok_or_else(|| {
-                        CliError::Usage("--key needs a value".into())
-                    })?))
-            }
-            f if f.starts_with("--") => {
-                return Err(CliError::Usage(format!("unknown argument {f:?}")))
-            }
-            f => files.push(PathBuf::from(f)),
-        }
-    }
+/// `pinbench merge`.
+pub fn merge(a: &MergeArgs) -> Result<(), CliError> {
     let mut sources = Vec::new();
-    for f in &files {
+    for f in &a.reports {
         let text = std::fs::read_to_string(f)
             .map_err(|e| CliError::Report(format!("could not read {}: {e}", f.display())))?;
         let opened = crate::core::report::open(&text)
@@ -448,7 +667,7 @@ pub fn merge(args: &[String]) -> Result<(), CliError> {
             .unwrap_or_default();
         sources.push((title, opened));
     }
-    let key = load_key(key.as_deref())?;
+    let key = load_key(a.key.as_deref())?;
     let created = iso8601(unix_ms_now());
     let body = crate::core::share::merge::merge(&sources, created)
         .map_err(|e| CliError::Report(format!("cannot merge: {e}")))?;
@@ -460,13 +679,13 @@ pub fn merge(args: &[String]) -> Result<(), CliError> {
     let text = report
         .to_json()
         .map_err(|e| CliError::Report(e.to_string()))?;
-    std::fs::write(&out, text)
-        .map_err(|e| CliError::Report(format!("could not write {}: {e}", out.display())))?;
+    std::fs::write(&a.out, text)
+        .map_err(|e| CliError::Report(format!("could not write {}: {e}", a.out.display())))?;
     if let Some(i) = info {
         eprintln!(
             "pinbench: merged {} reports into {} (signed by {}); common window {:.3} s, aggregate output {} tok/s",
             i.sources.len(),
-            out.display(),
+            a.out.display(),
             key.key_id(),
             (i.common_us.1 - i.common_us.0) as f64 / 1e6,
             crate::core::pins::milli(i.common_aggregate_output_milli)
@@ -475,50 +694,52 @@ pub fn merge(args: &[String]) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `pinbench run …`: returns the process exit code's message on failure.
-pub fn run(args: &[String]) -> Result<(), CliError> {
-    let a = parse_args(args)?;
-    let cfg = read_pins(&a.pins)?;
-    let slo = Slo::from_ms_fields(&a.slo.0, &a.slo.1, &a.slo.2).map_err(CliError::Usage)?;
+/// `pinbench run`: probe what the pins file leaves open, pin, calibrate, run, build, sign.
+pub fn run(a: &RunArgs) -> Result<(), CliError> {
+    let mut raw = read_raw_pins(&a.pins)?;
+    let slo = Slo::from_ms_fields(&a.slo_ttft_ms, &a.slo_tpot_ms, &a.slo_e2e_ms)
+        .map_err(CliError::Usage)?;
     let key = load_key(a.key.as_deref())?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Report(format!("no async runtime: {e}")))?;
-    let local = tokio::task::LocalSet::new();
-    if let Some(at) = a.start_at_ms {
+    let host = a.net.host();
+    let mut probes: Vec<ProbeSnapshot> = Vec::new();
+    if !a.no_probe && lifecycle::has_open_fields(&raw) {
+        let url = raw.endpoint_url.text.clone();
+        let p = block_on(lifecycle::probe(&host, &url))??;
+        let filled = lifecycle::apply_fills(&mut raw, &p.fills, FillPolicy::OpenOnly);
+        if !filled.is_empty() {
+            eprintln!("pinbench: probed {url}: {}", filled.join(", "));
+        }
+        probes = p.snapshots;
+    }
+    let cfg = pin(&raw, &a.pins)?;
+    let api_key = a.net.api_key(&cfg.endpoint.base_url)?;
+    if let Some(at) = a.start_at {
         std::thread::sleep(Duration::from_millis(at.saturating_sub(unix_ms_now())));
     }
     let created = iso8601(unix_ms_now());
-    let run = local.block_on(&rt, async {
-        let calibration = match cfg.prompt_exactness.value {
-            crate::core::pins::PromptExactness::ServerTokenizer => {
-                calibrate(&cfg, a.ca_cert.as_deref())
-                    .await
-                    .map_err(|e| CliError::Pins(e.to_string()))?
-            }
-            _ => Calibration::default(),
-        };
+    let run = block_on(async {
+        let calibration = lifecycle::calibrate(&host, &cfg).await?;
         let clock = Clock::start();
         let url = format!("{}{}", cfg.endpoint.base_url, cfg.endpoint.dialect.path());
+        let key_value = api_key
+            .as_ref()
+            .and_then(|k| k.for_url(&url))
+            .map(str::to_owned);
         let (net, rx) = NativeNet::open(
             &url,
-            a.ca_cert.as_deref(),
-            a.api_key.clone(),
-            a.header.clone(),
+            a.net.ca_cert.as_deref(),
+            key_value,
+            a.net.header.clone(),
             clock,
         )
         .await?;
-        let secrets = a
-            .api_key
-            .iter()
-            .cloned()
-            .chain(a.header.iter().map(|(_, v)| v.clone()))
-            .collect();
+        let extra: Vec<(String, String)> = a.net.header.iter().cloned().collect();
+        let secrets = lifecycle::secrets(api_key.as_ref(), &extra);
         drive(cfg.clone(), calibration, net, rx, clock, a.quiet, secrets).await
-    })?;
+    })??;
+    let probes = lifecycle::snapshots_for(&probes, &cfg.endpoint.base_url);
     let (body, figures) =
-        ReportBody::build_figured(created, cfg, slo, Vec::new(), run.env, run.records)
+        ReportBody::build_figured(created, cfg, slo, probes, run.env, run.records)
             .map_err(|e| CliError::Report(format!("could not build the report: {e}")))?;
     let invalid = body.client.invalid;
     let findings = body.client.findings.clone();
@@ -547,9 +768,44 @@ pub fn run(args: &[String]) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `pinbench run` from its arguments (those after `run`), for tests and scripts.
+pub fn run_args(args: &[String]) -> Result<(), CliError> {
+    let argv = ["pinbench", "run"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(args.iter().cloned());
+    match Cli::try_parse_from(argv) {
+        Ok(Cli {
+            command: Command::Run(a),
+        }) => run(&a),
+        Ok(_) => Err(CliError::Usage("not a run".into())),
+        Err(e) => Err(CliError::Usage(e.to_string())),
+    }
+}
+
+/// Runs the command line; returns the process's exit status.
+pub fn main(cli: Cli) -> i32 {
+    let (name, result) = match &cli.command {
+        Command::Probe(a) => ("probe", probe(a).map(|()| 0)),
+        Command::Behaviour(a) => ("behaviour", behaviour(a).map(|()| 0)),
+        Command::Run(a) => ("run", run(a).map(|()| 0)),
+        Command::Verify(a) => ("verify", Ok(verify(a))),
+        Command::Merge(a) => ("merge", merge(a).map(|()| 0)),
+        Command::View(a) => ("view", view(a)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pinbench {name}: {e}");
+            2
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn iso8601_known_dates() {
@@ -559,22 +815,37 @@ mod tests {
     }
 
     #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
     fn arguments_are_checked() {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert!(matches!(parse_args(&s(&[])), Err(CliError::Usage(_))));
-        assert!(matches!(
-            parse_args(&s(&["--pins"])),
-            Err(CliError::Usage(_))
-        ));
-        assert!(matches!(
-            parse_args(&s(&["--pins", "p", "--header", "nocolon"])),
-            Err(CliError::Usage(_))
-        ));
-        let a = parse_args(&s(&[
-            "--pins", "p.json", "--out", "r.json", "--header", "x-a: 1",
-        ]))
-        .expect("args");
-        assert_eq!(a.header, Some(("x-a".into(), "1".into())));
+        let parse =
+            |v: &[&str]| Cli::try_parse_from(std::iter::once("pinbench").chain(v.iter().copied()));
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["run"]).is_err());
+        assert!(parse(&["run", "--pins"]).is_err());
+        assert!(parse(&["run", "--pins", "p", "--header", "nocolon"]).is_err());
+        assert!(parse(&["merge", "one.json"]).is_err());
+        let Ok(Cli {
+            command: Command::Run(a),
+        }) = parse(&[
+            "run", "--pins", "p.json", "--out", "r.json", "--header", "x-a: 1",
+        ])
+        else {
+            panic!("run parses");
+        };
+        assert_eq!(a.net.header, Some(("x-a".into(), "1".into())));
         assert_eq!(a.out, PathBuf::from("r.json"));
+        assert!(!a.no_probe);
+        let Ok(Cli {
+            command: Command::Behaviour(b),
+        }) = parse(&["behavior", "http://h:1", "--api", "chat"])
+        else {
+            panic!("behaviour parses");
+        };
+        assert_eq!(b.api, "chat");
+        assert!(parse(&["behaviour", "http://h:1", "--api", "grpc"]).is_err());
     }
 }

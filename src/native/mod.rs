@@ -5,4 +5,5 @@
 //! to the endpoint.
 
 pub mod cli;
+pub mod host;
 pub mod net;

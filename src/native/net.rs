@@ -460,38 +460,79 @@ impl Job {
     }
 }
 
-/// One plain POST of a JSON body (e.g. `/tokenize`); returns status and body text.
-pub async fn post_json(
-    url: &str,
-    body: &str,
+/// Largest body a plain request reads, bytes (an answer is a small JSON document; a
+/// server that sends more is cut off rather than read into memory without bound).
+pub const MAX_PLAIN_BODY: usize = 8 << 20;
+
+/// One request the core decided (method, URL, headers, body) on a fresh connection. With a
+/// `sink`, the response's headers and body frames go to it as they arrive, each timestamped
+/// by `clock`, and the result's body is empty; without one, the body (at most
+/// [`MAX_PLAIN_BODY`] bytes) is returned as text. Returns the status, the body and the
+/// clock's reading when the body ended.
+pub async fn exchange(
+    req: &crate::core::lifecycle::HttpRequest,
     ca_cert: Option<&str>,
+    extra_header: Option<&(String, String)>,
     clock: Clock,
-) -> Result<(u16, String), String> {
-    let conns = Conns::for_url(url, ca_cert).map_err(|e| e.to_string())?;
+    mut sink: Option<&mut dyn crate::core::lifecycle::StreamSink>,
+) -> Result<(u16, String, u64), String> {
+    let conns = Conns::for_url(&req.url, ca_cert).map_err(|e| e.to_string())?;
     let (sender, _) = conns.sender(clock).await?;
-    let uri: hyper::Uri = url.parse().map_err(|e| format!("{e}"))?;
+    let uri: hyper::Uri = req.url.parse().map_err(|e| format!("{e}"))?;
     let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
-    let req = hyper::Request::post(uri)
-        .header(hyper::header::CONTENT_TYPE, "application/json")
-        .header(hyper::header::HOST, authority)
-        .body(Full::new(Bytes::from(body.to_owned())))
-        .map_err(|e| e.to_string())?;
+    let method = hyper::Method::from_bytes(req.method.as_bytes()).map_err(|e| e.to_string())?;
+    let mut b = hyper::Request::builder().method(method).uri(uri);
+    if matches!(sender, Sender::H1(_)) {
+        b = b.header(hyper::header::HOST, authority);
+    }
+    for (k, v) in &req.headers {
+        b = b.header(k.as_str(), v.as_str());
+    }
+    if let Some((k, v)) = extra_header {
+        b = b.header(k.as_str(), v.as_str());
+    }
+    let body = Full::new(Bytes::from(req.body.clone().unwrap_or_default()));
+    let http = b.body(body).map_err(|e| e.to_string())?;
     let resp = match sender {
-        Sender::H1(mut s) => s.send_request(req).await,
+        Sender::H1(mut s) => s.send_request(http).await,
         Sender::H2(mut s) => {
-            let (mut parts, body) = req.into_parts();
-            parts.headers.remove(hyper::header::HOST);
-            s.send_request(hyper::Request::from_parts(parts, body))
-                .await
+            s.ready().await.map_err(|e| e.to_string())?;
+            s.send_request(http).await
         }
     }
     .map_err(|e| e.to_string())?;
     let status = resp.status().as_u16();
-    let bytes = resp
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?
-        .to_bytes();
-    Ok((status, String::from_utf8_lossy(&bytes).into_owned()))
+    let content_type = resp
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(s) = sink.as_mut() {
+        s.on_headers(clock.now_us(), status, content_type.as_deref());
+    }
+    let mut body = resp.into_body();
+    let mut text = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| e.to_string())?;
+        if let Ok(data) = frame.into_data() {
+            match sink.as_mut() {
+                Some(s) => s.on_bytes(clock.now_us(), &data),
+                None => {
+                    if text.len() + data.len() > MAX_PLAIN_BODY {
+                        return Err(format!(
+                            "{} answered more than {} MB",
+                            req.url,
+                            MAX_PLAIN_BODY >> 20
+                        ));
+                    }
+                    text.extend_from_slice(&data);
+                }
+            }
+        }
+    }
+    Ok((
+        status,
+        String::from_utf8_lossy(&text).into_owned(),
+        clock.now_us(),
+    ))
 }

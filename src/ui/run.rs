@@ -9,21 +9,21 @@ use leptos::task::spawn_local;
 use crate::core::chart;
 use crate::core::decimal::{fixed, Fixed};
 use crate::core::html;
+use crate::core::lifecycle::{self, ApiKey, FillPolicy};
 use crate::core::live::LiveSeries;
 use crate::core::metrics::{ClientEnv, RunHost, Slo};
-use crate::core::pins::{self, wire_name, FitInputs, Provenance, RawConfig, RawField, RunConfig};
-use crate::core::probe;
+use crate::core::pins::{self, wire_name, FitInputs, RawConfig, RawField, RunConfig};
 use crate::core::report::{Checkpoint, FiguredReport, ProbeSnapshot, Report, ReportBody};
 use crate::core::session::Progress;
 use crate::core::sign::KeyPair;
 use crate::core::view;
+use crate::web::fetch::{self, PageHost};
 use crate::web::host::{BrowserHost, HostSink, LagMonitor, RunRequest, RunResult, LAG_PROBE_MS};
 use crate::web::store::{
     self, remove_checkpoint, save_checkpoint, stored_checkpoints, CHECKPOINT_PREFIX,
 };
 use crate::web::worker::{PageSink, WorkerRun};
-use crate::web::{self, fetch};
-use crate::web::{keystore, runner};
+use crate::web::{self, keystore};
 
 use super::form;
 
@@ -373,200 +373,6 @@ impl RunSinks {
     }
 }
 
-/// Reads what the endpoint exposes and returns `(field, value, provenance)` fills.
-/// What a probe filled, and what it read (kept in the report as evidence).
-type ProbeResult = (Vec<(&'static str, String, Provenance)>, Vec<ProbeSnapshot>);
-
-/// Probes the endpoint: `/v1/models`, then the follow-up reads the core asks for the
-/// engine it recognised (never others: a 404 would be a console error).
-async fn probe(base: &str) -> Result<ProbeResult, String> {
-    let base = pins::parse_base_url(base).ok_or("the endpoint URL is not http(s)://host:port")?;
-    let page_https = web_sys::window()
-        .and_then(|w| w.location().protocol().ok())
-        .is_some_and(|p| p == "https:");
-    if page_https && base.starts_with("http://") {
-        return Err("Mixed content: this page is HTTPS and cannot call an http:// endpoint. Serve the endpoint over HTTPS or open pinbench over http://.".into());
-    }
-    let models_url = format!("{base}/v1/models");
-    let (status, text) = fetch::request_text("GET", &models_url, None).await.map_err(|e| {
-        format!("Could not read {models_url}: {e}. The server is down, or it refuses this page's origin (CORS): vLLM --allowed-origins, TGI --cors-allow-origin, Ollama OLLAMA_ORIGINS; llama.cpp and SGLang allow any origin.")
-    })?;
-    let read = probe::read_models(&models_url, status, &text).map_err(|e| e.to_string())?;
-    let mut fetched = vec![(models_url, status)];
-    let mut fills = read.fills;
-    for f in read.follow_ups {
-        let url = format!("{base}{}", f.path);
-        if let Ok((st, body)) = fetch::request_text(f.method, &url, f.body.as_deref()).await {
-            probe::read_answer(f.kind, &url, st, &body, &mut fills);
-            fetched.push((url, st));
-        }
-    }
-    // The report keeps what each answer said that became a pin — not whole bodies, which
-    // may hold local paths and other details of the server's machine.
-    let snapshots = fetched
-        .into_iter()
-        .map(|(url, st)| {
-            // Inserted one by one: collecting into a map would pull a sort into the wasm.
-            let mut said = serde_json::Map::new();
-            for f in &fills {
-                if let Provenance::Probed { url: u, field } = &f.provenance {
-                    if *u == url {
-                        said.insert(field.clone(), f.text.clone().into());
-                    }
-                }
-            }
-            ProbeSnapshot::new(&url, st, &serde_json::Value::Object(said).to_string())
-        })
-        .collect();
-    let out = fills
-        .into_iter()
-        .map(|f| (f.field, f.text, f.provenance))
-        .collect();
-    Ok((out, snapshots))
-}
-
-/// Waits `ms` milliseconds.
-async fn sleep_ms(ms: i32) {
-    let p = js_sys::Promise::new(&mut |resolve, _| {
-        web::set_timeout(&resolve, ms);
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(p).await;
-}
-
-/// What the behaviour probes found: pins filled, the evidence kept in the report, and a
-/// summary for the page.
-type BehaviourResult = (
-    Vec<(&'static str, String, Provenance)>,
-    Vec<ProbeSnapshot>,
-    String,
-);
-
-/// Runs the behaviour probes against a pinned endpoint and model: the batching regime
-/// (a late request while an earlier one decodes), the prefix cache (the same prompt twice,
-/// and with a nonce), and decode slowdown (TPOT at three prompt lengths, one stream).
-async fn behaviour_probes(
-    base: String,
-    dialect: crate::core::dialect::Dialect,
-    model: String,
-    key: Option<String>,
-) -> Result<BehaviourResult, String> {
-    use crate::core::behaviour::{
-        self as bh, batching, batching_verdict, cache_verdict_of, prefix_cache, slowdown,
-        slowdown_of, Timed,
-    };
-    let url = format!("{base}{}", dialect.path());
-    let run = |body: String, p: u32, o: u32| {
-        let (url, key) = (url.clone(), key.clone());
-        async move {
-            let rec = fetch::timed_stream(&url, &body, key.as_deref(), dialect, p, o).await?;
-            Timed::of(&rec).ok_or_else(|| format!("a probe request failed: {}", rec.outcome.kind()))
-        }
-    };
-    let mut fills = Vec::new();
-    let mut snaps = Vec::new();
-    let mut lines = Vec::new();
-    // Batching: A (long), then B while A decodes.
-    let [a_body, b_body] = bh::batching_requests(
-        dialect,
-        &model,
-        [Some(prompt_nonce(1)), Some(prompt_nonce(2))],
-    );
-    let a_fut = run(a_body, batching::PROMPT_TOKENS, batching::A_TOKENS);
-    let a_promise = wasm_bindgen_futures::future_to_promise(async move {
-        a_fut
-            .await
-            .map(|t| {
-                wasm_bindgen::JsValue::from_str(&serde_json::to_string(&t).unwrap_or_default())
-            })
-            .map_err(|e| wasm_bindgen::JsValue::from_str(&e))
-    });
-    sleep_ms(batching::B_DELAY_MS as i32).await;
-    let b = run(b_body, batching::PROMPT_TOKENS, batching::B_TOKENS).await?;
-    let a: Timed = wasm_bindgen_futures::JsFuture::from(a_promise)
-        .await
-        .ok()
-        .and_then(|v| v.as_string())
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .ok_or("the batching probe's long request failed")?;
-    let (v, why) = batching_verdict(&a, &b);
-    let scheduling = match v {
-        bh::BatchingVerdict::Continuous => Some("continuous"),
-        bh::BatchingVerdict::Static => Some("static"),
-        bh::BatchingVerdict::Unclear => None,
-    };
-    if let Some(s) = scheduling {
-        fills.push((
-            "scheduling",
-            s.to_owned(),
-            bh::probed("batching (staggered requests)", &why),
-        ));
-    }
-    lines.push(format!("batching: {} — {why}", wire_name(&v)));
-    snaps.push(ProbeSnapshot::new(
-        &format!("{url} — measured by pinbench: batching"),
-        200,
-        &serde_json::json!({"verdict": v, "evidence": why, "a": a, "b": b}).to_string(),
-    ));
-    // Prefix cache: the same prompt cold and warm, and behind fresh nonces.
-    let mut ttfts = [0u64; 5];
-    let bodies = bh::cache_requests(
-        dialect,
-        &model,
-        Some(format!("{} ", prompt_nonce(3))),
-        [prompt_nonce(4), prompt_nonce(5)],
-    );
-    for (t, body) in ttfts.iter_mut().zip(bodies) {
-        *t = run(
-            body,
-            prefix_cache::PROMPT_TOKENS,
-            prefix_cache::OUTPUT_TOKENS,
-        )
-        .await?
-        .ttft_us();
-    }
-    let (cv, cwhy) = cache_verdict_of(ttfts);
-    lines.push(format!("prefix cache: {} — {cwhy}", wire_name(&cv)));
-    snaps.push(ProbeSnapshot::new(
-        &format!("{url} — measured by pinbench: prefix cache"),
-        200,
-        &serde_json::json!({"verdict": cv, "evidence": cwhy}).to_string(),
-    ));
-    // Decode slowdown: TPOT at three prompt lengths, one stream.
-    let mut points = Vec::new();
-    for (i, p) in slowdown::PROMPTS.into_iter().enumerate() {
-        let b = bh::request_body(
-            dialect,
-            &model,
-            p,
-            10 + i as u32,
-            Some(prompt_nonce(10 + i as u32)),
-            slowdown::OUTPUT_TOKENS,
-        );
-        if let Some(t) = run(b, p, slowdown::OUTPUT_TOKENS).await?.tpot_us {
-            points.push((p, t));
-        }
-    }
-    if let Some((s, text)) = slowdown_of(&points) {
-        lines.push(format!("decode slowdown: {text}"));
-        snaps.push(ProbeSnapshot::new(
-            &format!("{url} — measured by pinbench: decode slowdown"),
-            200,
-            &serde_json::json!({"points": s.points, "ratio": s.ratio, "evidence": text})
-                .to_string(),
-        ));
-    }
-    Ok((fills, snaps, lines.join("\n")))
-}
-
-/// A fresh nonce for a probe request.
-fn prompt_nonce(i: u32) -> String {
-    let seed = web::random_seed()
-        .ok()
-        .map(|s| u64::from_le_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]))
-        .unwrap_or(u64::from(i));
-    crate::core::prompt::nonce(i, seed)
-}
-
 /// The Run screen.
 #[component]
 pub fn RunPage() -> impl IntoView {
@@ -709,18 +515,15 @@ pub fn RunPage() -> impl IntoView {
         probe_msg.set("Probing…".into());
         cert_help.set(None);
         spawn_local(async move {
-            match probe(&base).await {
-                Ok((fills, snapshots)) => {
-                    probes.set(snapshots);
-                    let names: Vec<&str> = fills.iter().map(|f| f.0).collect();
-                    form.update(|f| {
-                        for (name, text, source) in fills {
-                            if let Some(field) = f.field_mut(name) {
-                                *field = RawField { text, source };
-                            }
-                        }
-                    });
-                    probe_msg.set(format!("Probed: {}", names.join(", ")));
+            match lifecycle::probe(&PageHost, &base).await {
+                Ok(p) => {
+                    probes.set(p.snapshots);
+                    let changed = form
+                        .try_update(|f| lifecycle::apply_fills(f, &p.fills, FillPolicy::Replace));
+                    probe_msg.set(format!(
+                        "Probed: {}",
+                        changed.unwrap_or_default().join(", ")
+                    ));
                 }
                 Err(e) => {
                     // An https endpoint that cannot be read may be a self-signed certificate
@@ -730,45 +533,31 @@ pub fn RunPage() -> impl IntoView {
                     {
                         cert_help.set(Some(format!("{b}/v1/models")));
                     }
-                    probe_msg.set(e);
+                    probe_msg.set(e.to_string());
                 }
             }
         });
     };
     let behaviour_msg = RwSignal::new(String::new());
     let on_behaviour = move |_| {
-        let (base, dialect, model) = form.with_untracked(|f| {
-            (
-                pins::parse_base_url(&f.endpoint_url.text),
-                match f.dialect.text.trim() {
-                    "chat" => Some(crate::core::dialect::Dialect::Chat),
-                    "completions" => Some(crate::core::dialect::Dialect::Completions),
-                    _ => None,
-                },
-                f.model_id.text.trim().to_owned(),
-            )
-        });
-        let (Some(base), Some(dialect), false) = (base, dialect, model.is_empty()) else {
-            return behaviour_msg.set("Set the endpoint, its API and the model id first (Probe endpoint fills the model).".into());
+        let target = match form.with_untracked(lifecycle::Target::of_form) {
+            Ok(t) => t,
+            Err(e) => return behaviour_msg.set(e.to_string()),
         };
-        let key =
-            (key_origin.get_untracked() == pins::origin_of(&base)).then(|| api_key.get_untracked());
+        let key = ApiKey::for_endpoint(
+            &api_key.get_untracked(),
+            &key_origin.get_untracked().unwrap_or_default(),
+        )
+        .filter(|k| k.for_url(&target.base_url).is_some());
         behaviour_msg.set("Measuring the server's behaviour (a few requests)…".into());
         spawn_local(async move {
-            match behaviour_probes(base, dialect, model, key).await {
-                Ok((fills, snaps, text)) => {
+            match lifecycle::behaviour(&PageHost, &target, key.as_ref()).await {
+                Ok(b) => {
                     form.update(|f| {
-                        for (name, text, source) in fills {
-                            if let Some(field) = f.field_mut(name) {
-                                *field = RawField { text, source };
-                            }
-                        }
+                        lifecycle::apply_fills(f, &b.fills, FillPolicy::Replace);
                     });
-                    probes.update(|p| {
-                        p.retain(|s| !s.url.contains("measured by pinbench"));
-                        p.extend(snaps);
-                    });
-                    behaviour_msg.set(text);
+                    probes.update(|p| lifecycle::replace_behaviour_evidence(p, b.snapshots));
+                    behaviour_msg.set(b.lines.join("\n"));
                 }
                 Err(e) => behaviour_msg.set(format!("The behaviour probes stopped: {e}")),
             }
@@ -795,26 +584,20 @@ pub fn RunPage() -> impl IntoView {
             String::new()
         };
         spawn_local(async move {
-            let calibration = match cfg.prompt_exactness.value {
-                pins::PromptExactness::ServerTokenizer => match runner::calibrate(&cfg).await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        running.set(false);
-                        return run_error.set(e.to_string());
-                    }
-                },
-                _ => Default::default(),
+            let calibration = match lifecycle::calibrate(&PageHost, &cfg).await {
+                Ok(c) => c,
+                Err(e) => {
+                    running.set(false);
+                    return run_error.set(e.to_string());
+                }
             };
             let created = js_sys::Date::new_0()
                 .to_iso_string()
                 .as_string()
                 .unwrap_or_default();
             // Only what was read from this endpoint (the URL may have changed since).
-            let snapshots: Vec<ProbeSnapshot> = probes
-                .get_untracked()
-                .into_iter()
-                .filter(|p| p.url.starts_with(&format!("{}/", cfg.endpoint.base_url)))
-                .collect();
+            let snapshots =
+                probes.with_untracked(|p| lifecycle::snapshots_for(p, &cfg.endpoint.base_url));
             // No run without the browser's random generator (arrivals, nonces).
             let seed = match web::random_seed() {
                 Ok(s) => s,

@@ -109,41 +109,90 @@ pub async fn post_json(url: &str, body: &str) -> Result<(u16, String), String> {
     request_text("POST", url, Some(body)).await
 }
 
-/// Sends one streaming request and times it into a record (the core's timeline: a
-/// timestamp per read), for the behaviour probes.
-pub async fn timed_stream(
-    url: &str,
-    body: &str,
-    api_key: Option<&str>,
-    dialect: crate::core::dialect::Dialect,
-    prompt_tokens: u32,
-    output_tokens: u32,
-) -> Result<crate::core::record::RequestRecord, String> {
-    use crate::core::record::{RequestTimeline, StreamEnd};
+/// The browser host of the core's lifecycle ([`crate::core::lifecycle::Host`]): `fetch`,
+/// `performance.now()`, `crypto.getRandomValues` and timers. It decides nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PageHost;
+
+/// A `web_sys::Request` of the core's request.
+fn web_request(req: &crate::core::lifecycle::HttpRequest) -> Result<web_sys::Request, String> {
     let init = web_sys::RequestInit::new();
-    init.set_method("POST");
+    init.set_method(req.method);
     init.set_mode(web_sys::RequestMode::Cors);
-    init.set_body(&JsValue::from_str(body));
     let headers = web_sys::Headers::new().map_err(js_err)?;
-    let _ = headers.set("Content-Type", "application/json");
-    if let Some(k) = api_key.filter(|k| !k.is_empty()) {
-        let _ = headers.set("Authorization", &format!("Bearer {k}"));
+    for (k, v) in &req.headers {
+        headers.set(k, v).map_err(js_err)?;
     }
     init.set_headers(&headers);
-    let request = web_sys::Request::new_with_str_and_init(url, &init).map_err(js_err)?;
-    let t0 = crate::web::now_us();
-    let mut tl = RequestTimeline::new(0, 0, dialect, prompt_tokens, output_tokens, t0);
-    let resp: web_sys::Response = JsFuture::from(crate::web::fetch_request(&request))
+    if let Some(b) = &req.body {
+        init.set_body(&JsValue::from_str(b));
+    }
+    web_sys::Request::new_with_str_and_init(&req.url, &init).map_err(js_err)
+}
+
+async fn send(request: &web_sys::Request) -> Result<web_sys::Response, String> {
+    JsFuture::from(crate::web::fetch_request(request))
         .await
         .map_err(js_err)?
         .dyn_into()
-        .map_err(|_| "not a Response")?;
-    let t = crate::web::now_us();
-    let ctype = resp.headers().get("content-type").ok().flatten();
-    tl.on_headers(t, resp.status(), ctype.as_deref());
-    let body = resp.body().ok_or("no response body")?;
-    read_body(body, |t, bytes| tl.on_bytes(t, bytes)).await?;
-    Ok(tl.finish(crate::web::now_us(), StreamEnd::Eof))
+        .map_err(|_| "not a Response".to_owned())
+}
+
+impl crate::core::lifecycle::Host for PageHost {
+    fn run_host(&self) -> crate::core::metrics::RunHost {
+        if crate::web::in_worker() {
+            crate::core::metrics::RunHost::Worker
+        } else {
+            crate::core::metrics::RunHost::MainThread
+        }
+    }
+
+    fn now_us(&self) -> u64 {
+        crate::web::now_us()
+    }
+
+    fn random_seed(&self) -> Result<[u8; 32], String> {
+        crate::web::random_seed()
+    }
+
+    fn page_is_https(&self) -> bool {
+        web_sys::window()
+            .and_then(|w| w.location().protocol().ok())
+            .is_some_and(|p| p == "https:")
+    }
+
+    async fn request(
+        &self,
+        req: crate::core::lifecycle::HttpRequest,
+    ) -> Result<(u16, String), String> {
+        let resp = send(&web_request(&req)?).await?;
+        let text = JsFuture::from(resp.text().map_err(js_err)?)
+            .await
+            .map_err(js_err)?
+            .as_string()
+            .unwrap_or_default();
+        Ok((resp.status(), text))
+    }
+
+    async fn stream(
+        &self,
+        req: crate::core::lifecycle::HttpRequest,
+        sink: &mut dyn crate::core::lifecycle::StreamSink,
+    ) -> Result<u64, String> {
+        let resp = send(&web_request(&req)?).await?;
+        let ctype = resp.headers().get("content-type").ok().flatten();
+        sink.on_headers(crate::web::now_us(), resp.status(), ctype.as_deref());
+        let body = resp.body().ok_or("no response body")?;
+        read_body(body, |t, bytes| sink.on_bytes(t, bytes)).await?;
+        Ok(crate::web::now_us())
+    }
+
+    async fn sleep_ms(&self, ms: u32) {
+        let p = js_sys::Promise::new(&mut |resolve, _| {
+            crate::web::set_timeout(&resolve, i32::try_from(ms).unwrap_or(i32::MAX));
+        });
+        let _ = JsFuture::from(p).await;
+    }
 }
 
 /// Reads a response body to its end, handing over each read's bytes with the time the read

@@ -5,7 +5,6 @@ pub mod fetch;
 pub mod files;
 pub mod host;
 pub mod keystore;
-pub mod runner;
 pub mod store;
 pub mod worker;
 

@@ -1,0 +1,1018 @@
+//! The pins (docs/DEFINITIONS.md §1): the typed run configuration, built from raw form input by
+//! `TryFrom`, so that a run whose configuration is not fully pinned cannot be expressed.
+//!
+//! Every value carries its [`Provenance`]. "Undisclosed" is a legal value only for
+//! server-side facts the client cannot know, and only when typed explicitly.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decimal::bounded;
+use crate::dialect::{Dialect, LengthEnforcement};
+
+mod fit;
+mod form;
+mod parse;
+mod raw;
+pub mod read;
+
+pub use read::deserialize_load_step;
+
+pub use fit::*;
+pub use form::*;
+pub use parse::*;
+pub use raw::*;
+
+/// Where a value came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Provenance {
+    /// Typed (or chosen from a preset) by the user.
+    #[default]
+    Declared,
+    /// Read from the endpoint.
+    Probed {
+        /// The URL that was read.
+        url: String,
+        /// The field that held the value.
+        field: String,
+    },
+    /// Observed during the run.
+    Measured {
+        /// What was observed.
+        what: String,
+    },
+}
+
+crate::tagged_deserialize!(Provenance {
+    "declared" => Declared {},
+    "probed" => Probed { url: String, field: String },
+    "measured" => Measured { what: String },
+});
+
+/// A value with its provenance.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Pinned<T> {
+    /// The value.
+    pub value: T,
+    /// Where it came from.
+    pub provenance: Provenance,
+}
+
+/// `{"value": …, "provenance": …}` with the value kept as text: one parser for the
+/// envelope of every pin, instead of serde's one per value type (each a copy of the same
+/// field matching, in every wasm bundle).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PinnedText {
+    value: Box<serde_json::value::RawValue>,
+    provenance: Provenance,
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Pinned<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = PinnedText::deserialize(d)?;
+        let value = serde_json::from_str(text.value.get())
+            .map_err(|e| serde::de::Error::custom(crate::json::message(&e)))?;
+        Ok(Pinned {
+            value,
+            provenance: text.provenance,
+        })
+    }
+}
+
+/// A server-side fact: a value, or explicitly undisclosed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disclosure<T> {
+    /// Known value.
+    Value(T),
+    /// The server does not say, and the user chose "undisclosed" explicitly.
+    Undisclosed,
+}
+
+impl<T> Disclosure<T> {
+    /// The value, if disclosed.
+    pub fn known(&self) -> Option<&T> {
+        match self {
+            Disclosure::Value(v) => Some(v),
+            Disclosure::Undisclosed => None,
+        }
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for Disclosure<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Disclosure::Value(v) => v.fmt(f),
+            Disclosure::Undisclosed => f.write_str("undisclosed"),
+        }
+    }
+}
+
+/// A distribution of lengths in tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LengthDist {
+    /// Every request has this length.
+    Fixed {
+        /// Tokens.
+        tokens: u32,
+    },
+    /// Uniform over `[min, max]`.
+    Uniform {
+        /// Smallest.
+        min: u32,
+        /// Largest.
+        max: u32,
+    },
+    /// Normal with `mean` and `std`, clipped to `[min, max]`.
+    NormalClipped {
+        /// Mean.
+        mean: u32,
+        /// Standard deviation.
+        std: u32,
+        /// Smallest.
+        min: u32,
+        /// Largest.
+        max: u32,
+    },
+}
+
+crate::tagged_deserialize!(LengthDist {
+    "fixed" => Fixed { tokens: u32 },
+    "uniform" => Uniform { min: u32, max: u32 },
+    "normal_clipped" => NormalClipped { mean: u32, std: u32, min: u32, max: u32 },
+});
+
+impl LengthDist {
+    /// The largest length it can produce.
+    pub fn max(&self) -> u32 {
+        match *self {
+            LengthDist::Fixed { tokens } => tokens,
+            LengthDist::Uniform { max, .. } | LengthDist::NormalClipped { max, .. } => max,
+        }
+    }
+
+    /// The mean length (ignoring clipping for the normal).
+    pub fn mean(&self) -> u32 {
+        match *self {
+            LengthDist::Fixed { tokens } => tokens,
+            LengthDist::Uniform { min, max } => min + (max - min) / 2,
+            LengthDist::NormalClipped { mean, .. } => mean,
+        }
+    }
+
+    /// Draws a length from a uniform sample `u` in [0, 1) and a standard-normal sample `z`
+    /// (randomness is the caller's).
+    pub fn sample(&self, u: f64, z: f64) -> u32 {
+        match *self {
+            LengthDist::Fixed { tokens } => tokens,
+            LengthDist::Uniform { min, max } => {
+                let span = f64::from(max - min + 1);
+                (min + (bounded(u, 0.0, 1.0) * span) as u32).min(max)
+            }
+            LengthDist::NormalClipped {
+                mean,
+                std,
+                min,
+                max,
+            } => {
+                let v = f64::from(mean) + z * f64::from(std);
+                bounded(v.round(), f64::from(min), f64::from(max)) as u32
+            }
+        }
+    }
+}
+
+impl fmt::Display for LengthDist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            LengthDist::Fixed { tokens } => write!(f, "{tokens}"),
+            LengthDist::Uniform { min, max } => write!(f, "uniform({min},{max})"),
+            LengthDist::NormalClipped {
+                mean,
+                std,
+                min,
+                max,
+            } => {
+                write!(f, "normal({mean},{std},{min},{max})")
+            }
+        }
+    }
+}
+
+/// How prompt lengths are made exact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptExactness {
+    /// Built with the server's `/tokenize`: exact.
+    ServerTokenizer,
+    /// Calibrated from `usage.prompt_tokens` during warm-up.
+    UsageCalibrated,
+    /// Estimated from characters: flagged as approximate.
+    Approximate,
+}
+
+/// Arrival process of an open loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Arrival {
+    /// Exponential inter-arrival times.
+    Poisson,
+    /// Gamma inter-arrival times with this shape ×1000 (shape < 1 is burstier).
+    Gamma {
+        /// Shape parameter × 1000.
+        shape_milli: u32,
+    },
+}
+
+crate::tagged_deserialize!(Arrival {
+    "poisson" => Poisson {},
+    "gamma" => Gamma { shape_milli: u32 },
+});
+
+/// One load level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LoadStep {
+    /// N streams, each sending its next request when the previous one ends.
+    Closed {
+        /// Concurrent streams.
+        concurrency: u32,
+    },
+    /// Requests arrive at a rate, whatever the server does, up to a cap in flight.
+    Open {
+        /// Arrival rate, requests per 1000 s (i.e. req/s × 1000).
+        rate_milli_rps: u64,
+        /// Arrival process.
+        arrival: Arrival,
+        /// Most requests in flight at once; arrivals beyond it wait in the client.
+        in_flight_cap: u32,
+    },
+}
+
+crate::tagged_deserialize!(LoadStep {
+    "closed" => Closed { concurrency: u32 },
+    "open" => Open { rate_milli_rps: u64, arrival: Arrival, in_flight_cap: u32 },
+});
+
+impl LoadStep {
+    /// Concurrency this step aims for (closed: N; open: the in-flight cap).
+    pub fn max_concurrency(&self) -> u32 {
+        match *self {
+            LoadStep::Closed { concurrency } => concurrency,
+            LoadStep::Open { in_flight_cap, .. } => in_flight_cap,
+        }
+    }
+}
+
+impl fmt::Display for LoadStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            LoadStep::Closed { concurrency } => write!(f, "closed loop, c={concurrency}"),
+            LoadStep::Open {
+                rate_milli_rps,
+                arrival,
+                in_flight_cap,
+            } => {
+                let a = match arrival {
+                    Arrival::Poisson => "Poisson".to_owned(),
+                    Arrival::Gamma { shape_milli } => {
+                        format!("gamma k={}", milli(u64::from(shape_milli)))
+                    }
+                };
+                write!(
+                    f,
+                    "open loop, {} req/s {a}, cap {in_flight_cap}",
+                    milli(rate_milli_rps)
+                )
+            }
+        }
+    }
+}
+
+/// Formats a ×1000 integer as a decimal.
+pub fn milli(v: u64) -> String {
+    if v % 1000 == 0 {
+        format!("{}", v / 1000)
+    } else {
+        let s = format!("{}.{:03}", v / 1000, v % 1000);
+        s.trim_end_matches('0').to_owned()
+    }
+}
+
+/// The load: one step, or a sweep over several of one kind.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Load {
+    /// The steps, run in order (one = no sweep).
+    pub steps: Vec<LoadStep>,
+    /// A request with no new byte for this long is abandoned as stalled, ms.
+    pub stall_timeout_ms: u64,
+}
+
+impl Load {
+    /// The steps as text, in order (`closed loop, c=1 → closed loop, c=4`).
+    pub fn steps_text(&self) -> String {
+        self.steps
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(" → ")
+    }
+}
+
+/// KV capacity as the server states it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum KvCapacity {
+    /// Tokens of KV cache.
+    Tokens {
+        /// Tokens.
+        tokens: u64,
+    },
+    /// Only the fraction of GPU memory given to the engine is known (×1000).
+    GpuMemoryUtilization {
+        /// Fraction × 1000.
+        milli: u32,
+    },
+}
+
+crate::tagged_deserialize!(KvCapacity {
+    "tokens" => Tokens { tokens: u64 },
+    "gpu_memory_utilization" => GpuMemoryUtilization { milli: u32 },
+});
+
+impl fmt::Display for KvCapacity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            KvCapacity::Tokens { tokens } => write!(f, "{tokens} tokens"),
+            KvCapacity::GpuMemoryUtilization { milli: m } => {
+                write!(f, "gpu-memory-utilization {}", milli(u64::from(m)))
+            }
+        }
+    }
+}
+
+/// How the server runs prefill and decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseMode {
+    /// Prefill and decode on the same workers, in separate steps.
+    Colocated,
+    /// Prefill and decode on different workers.
+    Disaggregated,
+    /// Prefill chunks mixed into decode steps.
+    ChunkedPrefill,
+    /// Not disclosed by the server.
+    Undisclosed,
+}
+
+/// How the server batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheduling {
+    /// Requests join and leave the batch at every step.
+    Continuous,
+    /// A batch runs to completion before new requests start.
+    Static,
+    /// Not disclosed by the server.
+    Undisclosed,
+}
+
+/// A window length: a number of requests (by dispatch order) or a duration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Span {
+    /// This many requests, in dispatch order.
+    Requests {
+        /// Count.
+        count: u32,
+    },
+    /// Requests dispatched within this many ms.
+    Duration {
+        /// Milliseconds.
+        ms: u64,
+    },
+}
+
+crate::tagged_deserialize!(Span {
+    "requests" => Requests { count: u32 },
+    "duration" => Duration { ms: u64 },
+});
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Span::Requests { count } => write!(f, "{count} requests"),
+            Span::Duration { ms } => write!(f, "{} s", milli(ms)),
+        }
+    }
+}
+
+/// The windows of each load step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowPlan {
+    /// Discarded at the start.
+    pub warmup: Span,
+    /// Measured.
+    pub measured: Span,
+    /// Load kept up after the measured window (so measured requests end under full load),
+    /// then discarded.
+    pub cooldown: Span,
+}
+
+/// Cache policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CachePolicy {
+    /// A unique nonce prefix per request (defeats prefix caching).
+    pub nonce_prefix: bool,
+}
+
+/// Sampling fields sent with every request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sampling {
+    /// Temperature.
+    pub temperature: f64,
+    /// Other fields, sent verbatim.
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// The endpoint (never with credentials).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoint {
+    /// Base URL, without credentials, query or a trailing `/v1`.
+    pub base_url: String,
+    /// API dialect.
+    pub dialect: Dialect,
+}
+
+/// Pin 1.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPin {
+    /// API model id.
+    pub id: Pinned<String>,
+    /// Parameter count.
+    pub params: Pinned<Disclosure<u64>>,
+    /// Weight precision / quantization.
+    pub quantization: Pinned<Disclosure<String>>,
+    /// Serving engine and version.
+    pub engine: Pinned<Disclosure<String>>,
+}
+
+/// Pin 5.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvPin {
+    /// Max model length (context), tokens.
+    pub max_model_len: Pinned<Disclosure<u32>>,
+    /// KV capacity.
+    pub capacity: Pinned<Disclosure<KvCapacity>>,
+    /// Max concurrent sequences.
+    pub max_num_seqs: Pinned<Disclosure<u32>>,
+}
+
+/// A fully pinned run configuration. Only [`TryFrom<&RawConfig>`] builds one from input.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunConfig {
+    /// Where requests go.
+    pub endpoint: Endpoint,
+    /// Pin 1: model.
+    pub model: ModelPin,
+    /// Pin 2: prompt lengths.
+    pub prompt_len: Pinned<LengthDist>,
+    /// Pin 2: how prompt lengths are made exact.
+    pub prompt_exactness: Pinned<PromptExactness>,
+    /// Pin 3: output lengths.
+    pub output_len: Pinned<LengthDist>,
+    /// Pin 3: how output lengths are enforced.
+    pub output_enforcement: Pinned<LengthEnforcement>,
+    /// Pin 4: load.
+    pub load: Pinned<Load>,
+    /// Pin 5: KV budget.
+    pub kv: KvPin,
+    /// Pin 6: prefill/decode arrangement.
+    pub phases: Pinned<PhaseMode>,
+    /// Pin 7: scheduling.
+    pub scheduling: Pinned<Scheduling>,
+    /// Pin 8: windows.
+    pub window: Pinned<WindowPlan>,
+    /// Pin 9: cache policy.
+    pub cache: Pinned<CachePolicy>,
+    /// Pin 10: sampling.
+    pub sampling: Pinned<Sampling>,
+}
+
+/// Read by `read::run_config` over a JSON tree, not by a derived reader (the same JSON
+/// accepted and refused; see that module).
+impl<'de> Deserialize<'de> for RunConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        read::run_config(&v).map_err(serde::de::Error::custom)
+    }
+}
+/// The pins of docs/DEFINITIONS.md §1 (plus the endpoint itself).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PinId {
+    /// The endpoint URL and dialect.
+    Endpoint,
+    /// 1.
+    Model,
+    /// 2.
+    PromptLength,
+    /// 3.
+    OutputLength,
+    /// 4.
+    Load,
+    /// 5.
+    KvBudget,
+    /// 6.
+    PrefillDecode,
+    /// 7.
+    Scheduling,
+    /// 8.
+    Window,
+    /// 9.
+    CachePolicy,
+    /// 10.
+    Sampling,
+}
+
+impl PinId {
+    /// Human name.
+    pub fn label(self) -> &'static str {
+        match self {
+            PinId::Endpoint => "endpoint",
+            PinId::Model => "model",
+            PinId::PromptLength => "prompt length",
+            PinId::OutputLength => "output length",
+            PinId::Load => "load",
+            PinId::KvBudget => "KV cache budget",
+            PinId::PrefillDecode => "prefill/decode mix",
+            PinId::Scheduling => "scheduling",
+            PinId::Window => "window",
+            PinId::CachePolicy => "cache policy",
+            PinId::Sampling => "sampling",
+        }
+    }
+}
+
+/// The name a value has in the report and the form (its serde name, e.g. `ignore_eos`,
+/// `chunked_prefill`), for text shown to users — never a `Debug` rendering.
+pub fn wire_name<T: Serialize>(v: &T) -> String {
+    // Through its text, not `to_value`: one serialiser per type in the wasm.
+    let Ok(text) = serde_json::to_string(v) else {
+        return String::new();
+    };
+    serde_json::from_str::<String>(&text).unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trips<T: Serialize + serde::de::DeserializeOwned + PartialEq + fmt::Debug>(v: T) {
+        let text = serde_json::to_string(&v).expect("ser");
+        let back: T = serde_json::from_str(&text).expect(&text);
+        assert_eq!(back, v, "{text}");
+    }
+
+    /// Every variant of every tagged pin type reads back what it writes (the tags of
+    /// `tagged_deserialize!` match serde's `rename_all`).
+    #[test]
+    fn tagged_pin_types_round_trip_every_variant() {
+        round_trips(Provenance::Declared);
+        round_trips(Provenance::Probed {
+            url: "u".into(),
+            field: "f".into(),
+        });
+        round_trips(Provenance::Measured { what: "w".into() });
+        round_trips(LengthDist::Fixed { tokens: 1 });
+        round_trips(LengthDist::Uniform { min: 1, max: 2 });
+        round_trips(LengthDist::NormalClipped {
+            mean: 5,
+            std: 1,
+            min: 1,
+            max: 9,
+        });
+        round_trips(Arrival::Poisson);
+        round_trips(Arrival::Gamma { shape_milli: 500 });
+        round_trips(LoadStep::Closed { concurrency: 8 });
+        round_trips(LoadStep::Open {
+            rate_milli_rps: 2500,
+            arrival: Arrival::Gamma { shape_milli: 700 },
+            in_flight_cap: 64,
+        });
+        round_trips(KvCapacity::Tokens { tokens: 1 << 20 });
+        round_trips(KvCapacity::GpuMemoryUtilization { milli: 900 });
+        round_trips(Span::Requests { count: 3 });
+        round_trips(Span::Duration { ms: 4000 });
+    }
+
+    /// What serde's internally tagged enums refused is still refused, with the reason.
+    #[test]
+    fn tagged_pin_types_refuse_what_they_always_refused() {
+        for (text, says) in [
+            (r#"{"count":3}"#, "missing field `kind`"),
+            (r#"{"kind":"forever"}"#, "unknown variant `forever`"),
+            (r#"{"kind":"requests"}"#, "missing field `count`"),
+            (
+                r#"{"kind":"requests","count":3,"ms":4}"#,
+                "unknown field `ms`",
+            ),
+            (
+                r#"{"kind":"requests","count":3,"kind":"duration"}"#,
+                "duplicate field `kind`",
+            ),
+            (
+                r#"{"kind":"requests","count":3,"count":4}"#,
+                "duplicate field `count`",
+            ),
+            (r#"{"kind":"requests","count":-1}"#, "invalid value"),
+            (r#"["requests",3]"#, "invalid type"),
+        ] {
+            let e = serde_json::from_str::<Span>(text)
+                .expect_err(text)
+                .to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        let e = serde_json::from_str::<LoadStep>(
+            r#"{"kind":"open","rate_milli_rps":1,"in_flight_cap":1,"arrival":{"kind":"gamma"}}"#,
+        )
+        .expect_err("nested")
+        .to_string();
+        assert!(e.contains("missing field `shape_milli`"), "{e}");
+    }
+
+    /// A fully pinned raw config (the "chat 128→128 at c=8" shape).
+    pub fn full_raw() -> RawConfig {
+        let mut r = RawConfig::default();
+        for (name, text) in [
+            ("endpoint_url", "http://127.0.0.1:8000/v1/"),
+            ("dialect", "completions"),
+            ("model_id", "tiny"),
+            ("model_params", "8B"),
+            ("model_quant", "bf16"),
+            ("model_engine", "undisclosed"),
+            ("prompt_tokens", "128"),
+            ("prompt_exactness", "server_tokenizer"),
+            ("output_tokens", "128"),
+            ("output_enforcement", "ignore_eos"),
+            ("load_mode", "closed"),
+            ("concurrency", "8"),
+            ("stall_timeout_s", "30"),
+            ("max_model_len", "4096"),
+            ("kv_capacity", "65536"),
+            ("max_num_seqs", "256"),
+            ("phases", "colocated"),
+            ("scheduling", "continuous"),
+            ("warmup", "8"),
+            ("measured", "64 requests"),
+            ("cooldown", "8"),
+            ("nonce_prefix", "on"),
+            ("temperature", "0"),
+            ("sampling_extra", "{}"),
+        ] {
+            *r.field_mut(name).expect("field") = RawField::declared(text);
+        }
+        r
+    }
+
+    #[test]
+    fn a_full_form_pins_a_run() {
+        let mut raw = full_raw();
+        raw.max_model_len = RawField {
+            text: "4096".into(),
+            source: Provenance::Probed {
+                url: "http://127.0.0.1:8000/v1/models".into(),
+                field: "data[0].max_model_len".into(),
+            },
+        };
+        let cfg = RunConfig::try_from(&raw).expect("pinned");
+        assert_eq!(cfg.endpoint.base_url, "http://127.0.0.1:8000");
+        assert_eq!(cfg.model.params.value, Disclosure::Value(8_000_000_000));
+        assert_eq!(cfg.model.engine.value, Disclosure::Undisclosed);
+        assert_eq!(
+            cfg.load.value.steps,
+            vec![LoadStep::Closed { concurrency: 8 }]
+        );
+        assert_eq!(cfg.load.value.stall_timeout_ms, 30_000);
+        assert_eq!(cfg.window.value.measured, Span::Requests { count: 64 });
+        assert!(matches!(
+            cfg.kv.max_model_len.provenance,
+            Provenance::Probed { .. }
+        ));
+        assert_eq!(cfg.kv.max_model_len.value, Disclosure::Value(4096));
+        let json = serde_json::to_string(&cfg).expect("ser");
+        let back: RunConfig = serde_json::from_str(&json).expect("de");
+        assert_eq!(back, cfg);
+    }
+
+    #[test]
+    fn every_missing_pin_is_named() {
+        let err = RunConfig::try_from(&RawConfig::default()).expect_err("nothing pinned");
+        let fields: Vec<&str> = err.problems().iter().map(|p| p.field.as_str()).collect();
+        for must in [
+            "endpoint_url",
+            "model_id",
+            "model_params",
+            "prompt_tokens",
+            "output_tokens",
+            "load_mode",
+            "max_model_len",
+            "kv_capacity",
+            "max_num_seqs",
+            "phases",
+            "scheduling",
+            "warmup",
+            "measured",
+            "cooldown",
+            "nonce_prefix",
+            "temperature",
+            "sampling_extra",
+        ] {
+            assert!(fields.contains(&must), "{must} not named in {fields:?}");
+        }
+        assert!(err.problems().iter().all(|p| p.problem == Problem::Missing));
+        assert!(
+            err.to_string()
+                .contains("KV cache budget: kv capacity is missing"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn one_missing_pin_blocks_the_run() {
+        for (name, _) in RawConfig::FIELDS {
+            let mut raw = full_raw();
+            raw.field_mut(name).expect("field").text.clear();
+            let optional = matches!(*name, "rate_rps" | "arrival" | "in_flight_cap");
+            match RunConfig::try_from(&raw) {
+                Ok(_) => assert!(optional, "{name} empty still pinned a run"),
+                Err(e) => {
+                    assert!(!optional, "{name} is not needed in closed loop");
+                    assert_eq!(e.problems().len(), 1);
+                    assert_eq!(e.problems()[0].field, *name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_values_are_explained() {
+        let cases = [
+            ("endpoint_url", "ftp://x"),
+            ("endpoint_url", "http://user:pw@host"),
+            ("model_params", "lots"),
+            ("prompt_tokens", "uniform(200,100)"),
+            ("prompt_tokens", "0"),
+            ("concurrency", "8,zero"),
+            ("kv_capacity", "gpu:1.5"),
+            ("warmup", "soon"),
+            ("measured", "0"),
+            ("temperature", "-1"),
+            ("sampling_extra", "[1]"),
+            ("dialect", "anthropic"),
+        ];
+        for (name, text) in cases {
+            let mut raw = full_raw();
+            raw.field_mut(name).expect("field").text = text.into();
+            let err = RunConfig::try_from(&raw).expect_err(text);
+            assert!(
+                matches!(err.problems()[0].problem, Problem::Invalid { .. }),
+                "{name}={text}"
+            );
+        }
+    }
+
+    #[test]
+    fn undisclosed_only_where_allowed() {
+        let mut raw = full_raw();
+        raw.prompt_tokens.text = "undisclosed".into();
+        assert!(RunConfig::try_from(&raw).is_err());
+        let mut raw = full_raw();
+        raw.kv_capacity.text = "undisclosed".into();
+        raw.scheduling.text = "undisclosed".into();
+        let cfg = RunConfig::try_from(&raw).expect("server facts may be undisclosed");
+        assert_eq!(cfg.kv.capacity.value, Disclosure::Undisclosed);
+    }
+
+    #[test]
+    fn open_loop_sweep() {
+        let mut raw = full_raw();
+        raw.load_mode.text = "open".into();
+        raw.rate_rps.text = "0.5, 1, 2.25".into();
+        raw.arrival.text = "gamma(0.5)".into();
+        raw.in_flight_cap.text = "64".into();
+        let cfg = RunConfig::try_from(&raw).expect("pinned");
+        assert_eq!(
+            cfg.load.value.steps,
+            vec![
+                LoadStep::Open {
+                    rate_milli_rps: 500,
+                    arrival: Arrival::Gamma { shape_milli: 500 },
+                    in_flight_cap: 64
+                },
+                LoadStep::Open {
+                    rate_milli_rps: 1000,
+                    arrival: Arrival::Gamma { shape_milli: 500 },
+                    in_flight_cap: 64
+                },
+                LoadStep::Open {
+                    rate_milli_rps: 2250,
+                    arrival: Arrival::Gamma { shape_milli: 500 },
+                    in_flight_cap: 64
+                },
+            ]
+        );
+        raw.arrival.text.clear();
+        assert_eq!(
+            RunConfig::try_from(&raw).expect_err("arrival").problems()[0].field,
+            "arrival"
+        );
+    }
+
+    #[test]
+    fn share_json_round_trips_pins_only() {
+        let raw = full_raw();
+        let text = raw.to_share_json();
+        assert!(!text.contains("provenance"));
+        let back = RawConfig::from_share_json(&text).expect("parses");
+        assert_eq!(back, raw);
+        assert_eq!(RunConfig::try_from(&back), RunConfig::try_from(&raw));
+        assert!(RawConfig::from_share_json("[1]").is_none());
+        let partial = RawConfig::from_share_json(r#"{"model_id":"m","nope":"x"}"#).expect("object");
+        assert_eq!(partial.model_id.text, "m");
+        // A member that is not text (even an unknown one) makes it not a share link, as a
+        // `{field: text}` map reads it.
+        for bad in [
+            r#"{"model_id":1}"#,
+            r#"{"nope":null}"#,
+            r#"{"model_id":["m"]}"#,
+            "\"m\"",
+        ] {
+            assert!(RawConfig::from_share_json(bad).is_none(), "{bad}");
+        }
+        // Escapes in names and texts survive the round trip.
+        let mut odd = RawConfig::default();
+        odd.model_id.text = "a \"quoted\" \\ na\nme\u{1}!".into();
+        let back = RawConfig::from_share_json(&odd.to_share_json()).expect("parses");
+        assert_eq!(back.model_id.text, odd.model_id.text);
+    }
+
+    #[test]
+    fn small_parsers() {
+        assert_eq!(parse_param_count("270M"), Some(270_000_000));
+        assert_eq!(parse_param_count("1.5B"), Some(1_500_000_000));
+        assert_eq!(parse_param_count("70b"), Some(70_000_000_000));
+        assert_eq!(parse_param_count("123456"), Some(123_456));
+        assert_eq!(parse_milli("2.5"), Some(2500));
+        assert_eq!(parse_milli(".25"), Some(250));
+        assert_eq!(parse_milli("1.2345"), None);
+        assert_eq!(parse_span("30s"), Some(Span::Duration { ms: 30_000 }));
+        assert_eq!(parse_span("1.5 s"), Some(Span::Duration { ms: 1_500 }));
+        assert_eq!(
+            parse_length_dist("normal(1000,200,500,1500)"),
+            Some(LengthDist::NormalClipped {
+                mean: 1000,
+                std: 200,
+                min: 500,
+                max: 1500
+            })
+        );
+        assert_eq!(
+            parse_base_url("https://api.example.com/v1"),
+            Some("https://api.example.com".into())
+        );
+        assert_eq!(parse_base_url("http://h:1/x?key=1"), None);
+        assert_eq!(milli(2500), "2.5");
+        assert_eq!(
+            LengthDist::Uniform { min: 10, max: 20 }.sample(0.9999, 0.0),
+            20
+        );
+        assert_eq!(
+            LengthDist::NormalClipped {
+                mean: 100,
+                std: 10,
+                min: 90,
+                max: 120
+            }
+            .sample(0.0, -5.0),
+            90
+        );
+    }
+
+    #[test]
+    fn fit_check_findings() {
+        let base = FitInputs {
+            concurrency: Some(8),
+            prompt_max: Some(128),
+            output_max: Some(128),
+            max_model_len: Some(4096),
+            kv_tokens: Some(65_536),
+            max_num_seqs: Some(256),
+            cleartext: Some(false),
+        };
+        let ok = fit_check(&base);
+        assert_eq!(ok.verdict, FitVerdict::Fits, "{:?}", ok.lines);
+        assert!(
+            ok.lines
+                .iter()
+                .any(|l| l.contains("2048 KV tokens of 65536")),
+            "{:?}",
+            ok.lines
+        );
+        let kv = fit_check(&FitInputs {
+            concurrency: Some(16),
+            prompt_max: Some(8000),
+            output_max: Some(4000),
+            max_model_len: Some(16_384),
+            ..base
+        });
+        assert_eq!(kv.verdict, FitVerdict::Queues);
+        assert!(
+            kv.lines.iter().any(|l| l.contains("only 5 sequences fit")),
+            "{:?}",
+            kv.lines
+        );
+        let long = fit_check(&FitInputs {
+            prompt_max: Some(4000),
+            output_max: Some(200),
+            ..base
+        });
+        assert_eq!(long.verdict, FitVerdict::Rejects);
+        let seqs = fit_check(&FitInputs {
+            max_num_seqs: Some(4),
+            ..base
+        });
+        assert!(seqs
+            .lines
+            .iter()
+            .any(|l| l.contains("4 requests will wait")));
+        assert_eq!(
+            fit_check(&FitInputs {
+                kv_tokens: None,
+                ..base
+            })
+            .verdict,
+            FitVerdict::Unknown
+        );
+        // full_raw's endpoint is http:// (HTTP/1.1 in a browser): c=8 cannot be sent.
+        let cfg = RunConfig::try_from(&full_raw()).expect("pinned");
+        let h1 = FitInputs {
+            cleartext: Some(true),
+            ..base
+        };
+        assert_eq!(FitInputs::from_config(&cfg), h1);
+        assert_eq!(FitInputs::from_raw(&full_raw()), h1);
+        let limited = fit_check(&h1);
+        assert_eq!(limited.verdict, FitVerdict::ClientLimited);
+        assert!(limited.lines[0].contains("at most 6 requests would be in flight"));
+        let six = fit_check(&FitInputs {
+            concurrency: Some(6),
+            ..h1
+        });
+        assert_eq!(six.verdict, FitVerdict::Fits, "{:?}", six.lines);
+    }
+
+    #[test]
+    fn wire_names_are_the_form_words() {
+        assert_eq!(wire_name(&LengthEnforcement::IgnoreEos), "ignore_eos");
+        assert_eq!(wire_name(&Scheduling::Continuous), "continuous");
+        assert_eq!(wire_name(&PhaseMode::ChunkedPrefill), "chunked_prefill");
+    }
+
+    #[test]
+    fn loopback_urls_are_recognised() {
+        for u in [
+            "http://127.0.0.1:8000",
+            "https://127.0.0.1",
+            "http://localhost:80/x",
+            "http://[::1]:9/",
+            "http://127.1.2.3",
+        ] {
+            assert!(is_loopback_url(u), "{u}");
+        }
+        for u in [
+            "http://128.0.0.1",
+            "https://example.com",
+            "http://127.0.0.1.evil.com",
+            "http://user@127.0.0.1",
+            "ftp://127.0.0.1",
+            "http://[::2]",
+            "http://localhost.evil",
+            "127.0.0.1",
+        ] {
+            assert!(!is_loopback_url(u), "{u}");
+        }
+    }
+}

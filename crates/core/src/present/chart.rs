@@ -1,0 +1,889 @@
+//! Chart geometry and SVG text, in plain Rust (the split the chartistry crate uses: projection,
+//! ticks and shapes here, tested natively; the UI only places the finished SVG).
+//!
+//! Every string that comes from data goes through [`escape`], so a report's text can never
+//! become markup.
+
+use std::fmt::Write as _;
+
+use crate::decimal::{bounded, Fixed, Shortest};
+use crate::histogram::Hist;
+use crate::metrics::{in_flight_timeline, StepSummary, Summary};
+use crate::record::RequestRecord;
+use crate::report::Report;
+
+/// Escapes text for XML/HTML (element content and attribute values).
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// A polyline through the points.
+    Line,
+    /// A step line (CDFs, in-flight counts).
+    Step,
+    /// Vertical bars from 0 (points are bar centres).
+    Bars,
+    /// Dots joined by a line (sweep curves).
+    Dots,
+    /// A dashed reference line (a target).
+    Reference,
+}
+
+/// One data series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Legend name.
+    pub name: String,
+    /// Points in data units.
+    pub points: Vec<(f64, f64)>,
+    /// How to draw it.
+    pub mark: Mark,
+}
+
+/// A shaded span of the x axis (a window).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Band {
+    /// Label.
+    pub label: String,
+    /// Start, x units.
+    pub x0: f64,
+    /// End, x units.
+    pub x1: f64,
+}
+
+/// A chart: axes, series, shaded bands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chart {
+    /// Stable id (`ttft-cdf`, …) for test ids.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// X axis label (with unit).
+    pub x_label: String,
+    /// Y axis label (with unit).
+    pub y_label: String,
+    /// Logarithmic x axis.
+    pub x_log: bool,
+    /// X values are whole numbers (ticks only on integers).
+    pub x_integer: bool,
+    /// Y values are whole numbers, e.g. counts (ticks only on integers).
+    pub y_integer: bool,
+    /// The series.
+    pub series: Vec<Series>,
+    /// Shaded windows.
+    pub bands: Vec<Band>,
+}
+
+/// "Nice" tick values covering `[lo, hi]` (about `n` of them): steps of 1, 2 or 5 × 10^k.
+pub fn nice_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo || n == 0 {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / n as f64;
+    let mag = 10f64.powi(raw.log10().floor() as i32);
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let start = (lo / step).ceil() * step;
+    let mut out = Vec::new();
+    let mut v = start;
+    while v <= hi + step * 1e-9 && out.len() < 50 {
+        out.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+        v += step;
+    }
+    out
+}
+
+/// Ticks for a log axis inside `[lo, hi]`: decades, plus 2× and 5× when the range spans
+/// under three decades, so a range inside one decade (12–90 ms) still has labelled ticks.
+pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi.is_finite() && hi >= lo) {
+        return Vec::new();
+    }
+    let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let b = b.min(a + 12);
+    let mults: &[f64] = if b - a <= 3 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+    let inside: Vec<f64> = (a..=b)
+        .flat_map(|e| mults.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(|v| *v >= lo * (1.0 - 1e-9) && *v <= hi * (1.0 + 1e-9))
+        .collect();
+    if inside.len() >= 2 {
+        return inside;
+    }
+    // Fewer than two nice values inside: label the ends.
+    let mut ends = vec![lo];
+    ends.extend(inside.into_iter().filter(|v| (v / lo - 1.0).abs() > 0.05));
+    if (hi / lo - 1.0).abs() > 0.05 {
+        ends.push(hi);
+    }
+    ends
+}
+
+/// Ticks on whole numbers only, covering `[lo, hi]` (steps of 1, 2, 5 × 10^k, at least 1).
+pub fn integer_ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    let t = nice_ticks(lo, hi, n);
+    let step = t.windows(2).map(|w| w[1] - w[0]).next().unwrap_or(1.0);
+    if step >= 1.0 {
+        return t;
+    }
+    let (a, b) = (lo.ceil() as i64, hi.floor() as i64);
+    (a..=b).take(50).map(|v| v as f64).collect()
+}
+
+/// Compact number text for ticks.
+pub fn tick_label(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{}M", trim(v / 1e6))
+    } else if a >= 1e4 {
+        format!("{}k", trim(v / 1e3))
+    } else {
+        trim(v)
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = Fixed(v, 2).to_string();
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.into()
+    }
+}
+
+/// Plot area inside the SVG.
+const W: f64 = 560.0;
+const H: f64 = 260.0;
+const ML: f64 = 56.0;
+const MR: f64 = 12.0;
+const MT: f64 = 26.0;
+const MB: f64 = 40.0;
+
+struct Proj {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    log: bool,
+}
+
+impl Proj {
+    fn fx(&self, x: f64) -> f64 {
+        let (a, b, v) = if self.log {
+            (self.x0.log10(), self.x1.log10(), x.max(self.x0).log10())
+        } else {
+            (self.x0, self.x1, x)
+        };
+        ML + (v - a) / (b - a) * (W - ML - MR)
+    }
+    fn fy(&self, y: f64) -> f64 {
+        H - MB - (y - self.y0) / (self.y1 - self.y0) * (H - MT - MB)
+    }
+}
+
+const COLORS: [&str; 6] = [
+    "#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2",
+];
+
+/// Renders a chart as a standalone SVG element (`role="img"`, titled).
+pub fn render_svg(c: &Chart) -> String {
+    let pts = c.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0f64);
+    for &(x, y) in pts {
+        if x.is_finite() && y.is_finite() && (!c.x_log || x > 0.0) {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y1 = y1.max(y);
+        }
+    }
+    for b in &c.bands {
+        x0 = x0.min(b.x0);
+        x1 = x1.max(b.x1);
+    }
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {} {}" role="img" aria-label="{t}" data-testid="chart-{id}" class="chart"><title>{t}</title>"#,
+        Shortest(W),
+        Shortest(H),
+        t = escape(&c.title),
+        id = escape(&c.id)
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="16" class="chart__title" font-size="13" font-weight="600">{}</text>"#,
+        Shortest(ML),
+        escape(&c.title)
+    );
+    if !x0.is_finite() || !x1.is_finite() {
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" font-size="12">no data</text></svg>"#,
+            Shortest(W / 2.0 - 20.0),
+            Shortest(H / 2.0)
+        );
+        return s;
+    }
+    if c.x_integer && !c.x_log {
+        // Whole-number bars sit on their ticks, half a step from either edge.
+        x0 -= 0.5;
+        x1 += 0.5;
+    } else if x1 <= x0 {
+        x1 = x0 + if c.x_log { x0.max(1.0) } else { 1.0 };
+    }
+    if y1 <= 0.0 {
+        y1 = 1.0;
+    }
+    let yt = if c.y_integer {
+        integer_ticks(0.0, y1.max(1.0), 4)
+    } else {
+        nice_ticks(0.0, y1, 4)
+    };
+    let y1 = yt.last().copied().filter(|v| *v >= y1).unwrap_or(y1);
+    let p = Proj {
+        x0,
+        x1,
+        y0: 0.0,
+        y1,
+        log: c.x_log,
+    };
+    for b in &c.bands {
+        let (a, z) = (p.fx(b.x0), p.fx(b.x1));
+        // The window the numbers come from is tinted; excluded windows are grey.
+        let counted = b.label.contains("measured") || b.label.contains("steady");
+        let (fill, op) = if counted {
+            ("#2563eb", "0.10")
+        } else {
+            ("#94a3b8", "0.22")
+        };
+        let _ = write!(
+            s,
+            r##"<rect x="{}" y="{}" width="{}" height="{}" fill="{fill}" fill-opacity="{op}"><title>{l}</title></rect><text x="{}" y="{}" font-size="10" fill="currentColor">{l}</text>"##,
+            Fixed(a, 1),
+            Shortest(MT),
+            Fixed((z - a).max(0.5), 1),
+            Fixed(H - MT - MB, 1),
+            Fixed(a + 2.0, 1),
+            Fixed(MT + 10.0, 1),
+            l = escape(&b.label)
+        );
+    }
+    // Axes and ticks.
+    let _ = write!(
+        s,
+        r##"<path d="M{} {}V{}H{}" fill="none" stroke="#64748b"/>"##,
+        Shortest(ML),
+        Shortest(MT),
+        Shortest(H - MB),
+        Shortest(W - MR)
+    );
+    for v in &yt {
+        let y = p.fy(*v);
+        let _ = write!(
+            s,
+            r##"<path d="M{} {}h-4" stroke="#64748b"/><text x="{}" y="{}" font-size="10" text-anchor="end">{}</text>"##,
+            Shortest(ML),
+            Fixed(y, 1),
+            Shortest(ML - 6.0),
+            Fixed(y + 3.0, 1),
+            tick_label(*v)
+        );
+    }
+    let xt = if c.x_log {
+        log_ticks(x0, x1)
+    } else if c.x_integer {
+        integer_ticks(x0, x1, 6)
+    } else {
+        nice_ticks(x0, x1, 6)
+    };
+    for v in xt.into_iter().filter(|v| *v >= x0 && *v <= x1) {
+        let x = p.fx(v);
+        let _ = write!(
+            s,
+            r##"<path d="M{x} {b}v4" stroke="#64748b"/><text x="{x}" y="{}" font-size="10" text-anchor="middle">{}</text>"##,
+            Shortest(H - MB + 15.0),
+            tick_label(v),
+            x = Fixed(x, 1),
+            b = Shortest(H - MB)
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">{}</text><text x="12" y="{}" font-size="11" text-anchor="middle" transform="rotate(-90 12 {})">{}</text>"#,
+        Shortest((ML + W - MR) / 2.0),
+        Shortest(H - 6.0),
+        escape(&c.x_label),
+        Shortest((MT + H - MB) / 2.0),
+        Shortest((MT + H - MB) / 2.0),
+        escape(&c.y_label)
+    );
+    for (i, ser) in c.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let ok: Vec<(f64, f64)> = ser
+            .points
+            .iter()
+            .copied()
+            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!c.x_log || *x > 0.0))
+            .collect();
+        match ser.mark {
+            Mark::Bars => {
+                let bw = bounded((W - ML - MR) / ok.len().max(1) as f64 * 0.8, 1.0, 24.0);
+                for (x, y) in &ok {
+                    let (px, py) = (p.fx(*x), p.fy(*y));
+                    let _ = write!(
+                        s,
+                        r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{color}"><title>{}</title></rect>"#,
+                        Fixed(px - bw / 2.0, 1),
+                        Fixed(py, 1),
+                        Fixed(bw, 1),
+                        Fixed((H - MB - py).max(0.0), 1),
+                        point_tip(c, *x, *y)
+                    );
+                }
+            }
+            mark => {
+                let mut d = String::new();
+                let mut last_y = None;
+                for (k, (x, y)) in ok.iter().enumerate() {
+                    let (px, py) = (Fixed(p.fx(*x), 1), Fixed(p.fy(*y), 1));
+                    if k == 0 {
+                        let _ = write!(d, "M{px} {py}");
+                    } else if mark == Mark::Step {
+                        let _ = write!(d, "H{px}V{py}");
+                    } else {
+                        let _ = write!(d, "L{px} {py}");
+                    }
+                    last_y = Some(py);
+                }
+                let _ = last_y;
+                let dash = if mark == Mark::Reference {
+                    r#" stroke-dasharray="5 4""#
+                } else {
+                    ""
+                };
+                let _ = write!(
+                    s,
+                    r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="1.6"{dash}/>"#
+                );
+                // Dots always; a short line gets hover targets with its values.
+                if mark == Mark::Dots || (mark == Mark::Line && ok.len() <= 120) {
+                    let r = if mark == Mark::Dots { 3.0 } else { 2.0 };
+                    for (x, y) in &ok {
+                        let _ = write!(
+                            s,
+                            r#"<circle cx="{}" cy="{}" r="{}" fill="{color}"><title>{}</title></circle>"#,
+                            Fixed(p.fx(*x), 1),
+                            Fixed(p.fy(*y), 1),
+                            Shortest(r),
+                            point_tip(c, *x, *y)
+                        );
+                    }
+                }
+            }
+        }
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" font-size="10" fill="{color}" text-anchor="end">{}</text>"#,
+            Shortest(W - MR),
+            Shortest(MT + 12.0 * (i as f64 + 1.0)),
+            escape(&ser.name)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// A point's tooltip: both values with their axis labels.
+fn point_tip(c: &Chart, x: f64, y: f64) -> String {
+    escape(&format!(
+        "{}: {} · {}: {}",
+        c.x_label,
+        tick_label(x),
+        c.y_label,
+        tick_label(y)
+    ))
+}
+
+/// The CDF of an encoded HDR histogram, values in ms (at most `max_points` points).
+pub fn cdf_of_histogram(encoded: &str, max_points: usize) -> Vec<(f64, f64)> {
+    let Ok(h) = Hist::decode(encoded) else {
+        return Vec::new();
+    };
+    let total = h.count() as f64;
+    if total == 0.0 {
+        return Vec::new();
+    }
+    let buckets: Vec<(u64, u64)> = h.buckets().collect();
+    let stride = buckets.len().div_ceil(max_points.max(1)).max(1);
+    let mut cum = 0u64;
+    let mut out = Vec::new();
+    for (i, (v, c)) in buckets.iter().enumerate() {
+        cum += c;
+        if i % stride == 0 || i + 1 == buckets.len() {
+            out.push((*v as f64 / 1000.0, cum as f64 / total));
+        }
+    }
+    out
+}
+
+/// Log-spaced bins of an encoded HDR histogram, values in ms: (bin centre, count).
+pub fn log_bins_of_histogram(encoded: &str, bins: usize) -> Vec<(f64, f64)> {
+    let Ok(h) = Hist::decode(encoded) else {
+        return Vec::new();
+    };
+    let buckets: Vec<(f64, f64)> = h
+        .buckets()
+        .filter(|(v, _)| *v > 0)
+        .map(|(v, c)| (v as f64 / 1000.0, c as f64))
+        .collect();
+    let (Some(lo), Some(hi)) = (
+        buckets.iter().map(|b| b.0).reduce(f64::min),
+        buckets.iter().map(|b| b.0).reduce(f64::max),
+    ) else {
+        return Vec::new();
+    };
+    let (a, b) = (lo.log10(), (hi * 1.0001).log10().max(lo.log10() + 1e-6));
+    let width = (b - a) / bins as f64;
+    let mut counts = vec![0f64; bins];
+    for (v, c) in buckets {
+        let i = (((v.log10() - a) / width) as usize).min(bins - 1);
+        counts[i] += c;
+    }
+    counts
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            (
+                (std::f64::consts::LN_10 * (a + (i as f64 + 0.5) * width)).exp(),
+                c,
+            )
+        })
+        .collect()
+}
+
+/// The achieved in-flight count as at most `bins` steps: the largest count in each bin
+/// (a 10,000-request run has 40,000 changes, more than a chart can show).
+pub fn downsample_max(tl: &[(u64, u32, u32)], t0: u64, end: u64, bins: usize) -> Vec<(f64, f64)> {
+    let span = end.saturating_sub(t0).max(1) as f64;
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(bins + 1);
+    let mut current: Option<(usize, u32)> = None;
+    let secs = |us: u64| us.saturating_sub(t0) as f64 / 1e6;
+    for &(t, _, a) in tl {
+        let b = ((t.saturating_sub(t0)) as f64 / span * bins as f64) as usize;
+        match current {
+            Some((cb, m)) if cb == b => current = Some((cb, m.max(a))),
+            Some((cb, m)) => {
+                out.push((
+                    secs(t0) + cb as f64 * span / bins as f64 / 1e6,
+                    f64::from(m),
+                ));
+                current = Some((b, a));
+            }
+            None => current = Some((b, a)),
+        }
+    }
+    if let Some((cb, m)) = current {
+        out.push((
+            secs(t0) + cb as f64 * span / bins as f64 / 1e6,
+            f64::from(m),
+        ));
+    }
+    out
+}
+
+/// Every chart of one load step of a report. Distributions come from the step's HDR
+/// histograms (which recomputation checks against the records); time series from the
+/// records.
+pub fn report_charts(report: &Report, figures: &Summary, step: u32) -> Vec<Chart> {
+    let b = &report.body;
+    let Some(s) = figures.steps.iter().find(|s| s.step == step) else {
+        return Vec::new();
+    };
+    let step_recs: Vec<&RequestRecord> = b.records.iter().filter(|r| r.step == step).collect();
+    let mut charts = step_charts(s, &step_recs);
+    if figures.steps.len() > 1 {
+        charts.push(sweep_chart(figures));
+    }
+    charts
+}
+
+/// The charts of one step from its summary and its records (a report's step, or the
+/// requests of another tool's file recomputed by pinbench).
+pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> {
+    let t0 = step_recs.iter().map(|r| r.t_send_us).min().unwrap_or(0);
+    let secs = |us: u64| us.saturating_sub(t0) as f64 / 1e6;
+    let mut charts = Vec::new();
+    let h = &s.histograms;
+    for (name, enc) in [
+        ("TTFT", &h.ttft_us),
+        ("TPOT", &h.tpot_us),
+        ("E2E", &h.e2e_us),
+    ] {
+        charts.push(Chart {
+            id: format!("{}-cdf", name.to_ascii_lowercase()),
+            title: format!("{name} distribution (CDF, measured window)"),
+            x_label: format!("{name}, ms (log)"),
+            y_label: "fraction of requests".into(),
+            x_log: true,
+            x_integer: false,
+            y_integer: false,
+            series: vec![Series {
+                name: name.into(),
+                points: cdf_of_histogram(enc, 400),
+                mark: Mark::Step,
+            }],
+            bands: vec![],
+        });
+    }
+    charts.push(Chart {
+        id: "inter-chunk".into(),
+        title: "Gap between token chunks (measured window)".into(),
+        x_label: "gap, ms (log)".into(),
+        y_label: "chunks".into(),
+        x_log: true,
+        x_integer: false,
+        y_integer: true,
+        series: vec![Series {
+            name: "inter-chunk gap".into(),
+            points: log_bins_of_histogram(&h.inter_chunk_us, 40),
+            mark: Mark::Bars,
+        }],
+        bands: vec![],
+    });
+    charts.push(Chart {
+        id: "tokens-per-chunk".into(),
+        title: "Tokens per chunk (measured window)".into(),
+        x_label: "tokens in one chunk".into(),
+        y_label: "chunks".into(),
+        x_log: false,
+        x_integer: true,
+        y_integer: true,
+        series: vec![Series {
+            name: "chunks".into(),
+            points: s
+                .tokens_per_chunk
+                .iter()
+                .map(|(k, v)| (f64::from(*k), *v as f64))
+                .collect(),
+            mark: Mark::Bars,
+        }],
+        bands: vec![],
+    });
+    // Throughput and in-flight over time, with the windows shaded.
+    let end = step_recs.iter().map(|r| r.t_end_us()).max().unwrap_or(t0);
+    let span = end.saturating_sub(t0).max(1);
+    let nbins = 60u64;
+    let bin = span.div_ceil(nbins).max(1);
+    let mut tok = vec![0u64; nbins as usize + 1];
+    for r in step_recs {
+        for c in &r.chunks {
+            let i = (c.t_us.saturating_sub(t0) / bin) as usize;
+            if let Some(x) = tok.get_mut(i) {
+                *x += u64::from(c.tokens);
+            }
+        }
+    }
+    let through: Vec<(f64, f64)> = tok
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            (
+                (i as f64 + 0.5) * bin as f64 / 1e6,
+                *n as f64 / (bin as f64 / 1e6),
+            )
+        })
+        .collect();
+    let mut bands = Vec::new();
+    if let Some(w) = s.windows.measured.filter(|w| w.start_us > t0) {
+        bands.push(Band {
+            label: "warm-up".into(),
+            x0: 0.0,
+            x1: secs(w.start_us),
+        });
+    }
+    if let Some(w) = s.windows.steady {
+        bands.push(Band {
+            label: "steady".into(),
+            x0: secs(w.start_us),
+            x1: secs(w.end_us),
+        });
+    }
+    let tl = in_flight_timeline(step_recs);
+    let [through_chart, in_flight] = time_charts(
+        ["throughput-time", "in-flight-time"],
+        [
+            "Aggregate output tok/s over time (all streams)",
+            "Requests in flight over time",
+        ],
+        "time since first send, s",
+        through,
+        (
+            "achieved (on the wire, max per bin)",
+            downsample_max(&tl, t0, end, 600),
+        ),
+        (s.concurrency.target, secs(end)),
+        bands,
+    );
+    charts.push(through_chart);
+    charts.push(in_flight);
+    charts.push(Chart {
+        id: "decode-slowdown".into(),
+        title: "Decode slowdown by output position (mean TPOT)".into(),
+        x_label: "output token position".into(),
+        y_label: "ms per token".into(),
+        x_log: false,
+        x_integer: false,
+        y_integer: false,
+        series: vec![Series {
+            name: "mean TPOT".into(),
+            points: s
+                .decode_slowdown
+                .iter()
+                .filter_map(|k| {
+                    let mid =
+                        k.to.map_or(k.from as f64 * 1.5, |to| (k.from + to) as f64 / 2.0);
+                    k.mean_tpot_us.map(|t| (mid, t as f64 / 1000.0))
+                })
+                .collect(),
+            mark: Mark::Dots,
+        }],
+        bands: vec![],
+    });
+    charts
+}
+
+/// The two time charts of a run (the report's and the live view's): aggregate output
+/// tok/s, and requests in flight against the target (dashed), with the windows shaded.
+/// `in_flight` is (series name, points); `target` is (target, end of the x axis, s).
+pub fn time_charts(
+    ids: [&str; 2],
+    titles: [&str; 2],
+    x_label: &str,
+    throughput: Vec<(f64, f64)>,
+    in_flight: (&str, Vec<(f64, f64)>),
+    target: (u32, f64),
+    bands: Vec<Band>,
+) -> [Chart; 2] {
+    let t = f64::from(target.0);
+    [
+        Chart {
+            id: ids[0].into(),
+            title: titles[0].into(),
+            x_label: x_label.into(),
+            y_label: "tok/s".into(),
+            x_log: false,
+            x_integer: false,
+            y_integer: false,
+            series: vec![Series {
+                name: "aggregate tok/s".into(),
+                points: throughput,
+                mark: Mark::Line,
+            }],
+            bands: bands.clone(),
+        },
+        Chart {
+            id: ids[1].into(),
+            title: titles[1].into(),
+            x_label: x_label.into(),
+            y_label: "in flight".into(),
+            x_log: false,
+            x_integer: false,
+            y_integer: true,
+            series: vec![
+                Series {
+                    name: in_flight.0.into(),
+                    points: in_flight.1,
+                    mark: Mark::Step,
+                },
+                Series {
+                    name: "target".into(),
+                    points: vec![(0.0, t), (target.1, t)],
+                    mark: Mark::Reference,
+                },
+            ],
+            bands,
+        },
+    ]
+}
+
+/// The sweep curve: per-stream decode tok/s (p50) against aggregate tok/s, one point per
+/// step (the throughput-vs-interactivity frontier).
+pub fn sweep_chart(figures: &Summary) -> Chart {
+    let points = figures
+        .steps
+        .iter()
+        .filter_map(|s| {
+            let (agg, _) = s.windows.headline()?;
+            let per = s.decode_speed_milli?;
+            Some((
+                agg.aggregate_output_milli as f64 / 1000.0,
+                per.p50 as f64 / 1000.0,
+            ))
+        })
+        .collect();
+    Chart {
+        id: "sweep".into(),
+        title: "Sweep: per-stream vs aggregate tok/s".into(),
+        x_label: "aggregate output tok/s (all streams, steady window)".into(),
+        y_label: "per-stream decode tok/s (p50)".into(),
+        x_log: false,
+        x_integer: false,
+        y_integer: false,
+        series: vec![Series {
+            name: "one point per step".into(),
+            points,
+            mark: Mark::Dots,
+        }],
+        bands: vec![],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_ticks_cover_the_range_with_round_steps() {
+        assert_eq!(
+            nice_ticks(0.0, 10.0, 5),
+            vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+        );
+        assert_eq!(nice_ticks(0.0, 1.0, 4), vec![0.0, 0.5, 1.0]);
+        let t = nice_ticks(3.0, 1234.0, 5);
+        assert!(t.first().copied().unwrap_or(0.0) >= 3.0);
+        assert_eq!(t, vec![500.0, 1000.0]);
+    }
+
+    #[test]
+    fn histogram_cdf_ends_at_one_and_bins_conserve_counts() {
+        let mut h = Hist::new();
+        for i in 1..=500u64 {
+            h.record(i * 370);
+        }
+        let enc = h.encode().expect("encodes");
+        let c = cdf_of_histogram(&enc, 100);
+        assert_eq!(c.last().map(|p| p.1), Some(1.0));
+        assert!(c.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+        assert!(c.len() <= 101);
+        let bins = log_bins_of_histogram(&enc, 17);
+        assert_eq!(bins.iter().map(|(_, n)| *n).sum::<f64>(), 500.0);
+        assert!(cdf_of_histogram("garbage", 10).is_empty());
+    }
+
+    #[test]
+    fn markup_in_titles_and_series_is_escaped() {
+        let c = Chart {
+            id: "x\"><script>".into(),
+            title: "<img src=x onerror=alert(1)>".into(),
+            x_label: "a & b".into(),
+            y_label: "'y'".into(),
+            x_log: false,
+            x_integer: false,
+            y_integer: false,
+            series: vec![Series {
+                name: "</text><script>alert(1)</script>".into(),
+                points: vec![(0.0, 1.0), (1.0, 2.0)],
+                mark: Mark::Line,
+            }],
+            bands: vec![Band {
+                label: "<b>".into(),
+                x0: 0.0,
+                x1: 0.5,
+            }],
+        };
+        let svg = render_svg(&c);
+        assert!(!svg.contains("<script"), "{svg}");
+        assert!(!svg.contains("<img"), "{svg}");
+        assert!(!svg.contains("<b>"), "{svg}");
+        assert!(svg.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    }
+
+    #[test]
+    fn downsampling_keeps_the_peak_and_bounds_the_points() {
+        let tl: Vec<(u64, u32, u32)> = (0..40_000u64)
+            .map(|i| (i * 25, 0, if i == 12_345 { 99 } else { (i % 7) as u32 }))
+            .collect();
+        let d = downsample_max(&tl, 0, 1_000_000, 600);
+        assert!(d.len() <= 601, "{}", d.len());
+        assert_eq!(d.iter().map(|p| p.1).fold(0.0, f64::max), 99.0);
+        assert!(d.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
+    fn log_axes_inside_one_decade_have_labelled_ticks() {
+        assert_eq!(log_ticks(12.0, 90.0), vec![20.0, 50.0]);
+        assert_eq!(
+            log_ticks(1.0, 1000.0),
+            vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
+        );
+        assert_eq!(
+            log_ticks(0.01, 1e6),
+            vec![0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 1e4, 1e5, 1e6]
+        );
+        // Nothing nice inside: the ends are labelled.
+        assert_eq!(log_ticks(21.0, 48.0), vec![21.0, 48.0]);
+        assert!(log_ticks(0.0, 1.0).is_empty());
+    }
+
+    #[test]
+    fn integer_quantities_get_integer_ticks() {
+        assert_eq!(integer_ticks(0.5, 1.5, 6), vec![1.0]);
+        assert_eq!(integer_ticks(0.5, 4.5, 6), vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(integer_ticks(0.0, 100.0, 4), vec![0.0, 50.0, 100.0]);
+        let c = Chart {
+            id: "tpc".into(),
+            title: "t".into(),
+            x_label: "tokens in one chunk".into(),
+            y_label: "chunks".into(),
+            x_log: false,
+            x_integer: true,
+            y_integer: true,
+            series: vec![Series {
+                name: "chunks".into(),
+                points: vec![(1.0, 3.0)],
+                mark: Mark::Bars,
+            }],
+            bands: vec![],
+        };
+        let svg = render_svg(&c);
+        assert!(!svg.contains(">1.2<") && !svg.contains(">0.5<"), "{svg}");
+        assert!(
+            svg.contains("<title>tokens in one chunk: 1 · chunks: 3</title>"),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn empty_chart_says_no_data() {
+        let c = Chart {
+            id: "e".into(),
+            title: "t".into(),
+            x_label: String::new(),
+            y_label: String::new(),
+            x_log: true,
+            x_integer: false,
+            y_integer: false,
+            series: vec![],
+            bands: vec![],
+        };
+        assert!(render_svg(&c).contains("no data"));
+    }
+}

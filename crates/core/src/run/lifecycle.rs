@@ -1,0 +1,637 @@
+//! The lifecycle around a run, one for every host: **probe** (what the endpoint says) →
+//! **pin** (fills into the form, then `RunConfig::try_from`) → **calibrate** (`/tokenize`)
+//! → **behaviour probes** (what the endpoint does) → run (the host drives a
+//! [`RunSession`](crate::session::RunSession)) → **build and sign** the report.
+//!
+//! The core decides; a host only moves bytes and reads its clock, through [`Host`] — the
+//! browser tab (`web::lifecycle`) and the native command (`native::host`) implement it, the
+//! tests implement it over a simulated server. Which URLs are read and in which order,
+//! which headers a request carries (the API key only to its own origin), which requests the
+//! behaviour probes send and when, what their timings mean, what a probe keeps as evidence
+//! and which fills a pins file's open fields take: all of it is here, so both hosts do the
+//! same and drift cannot happen.
+
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::task::Poll;
+
+use crate::behaviour::{
+    self as bh, batching, batching_verdict, cache_verdict_of, prefix_cache, slowdown, slowdown_of,
+    BatchingVerdict, CacheVerdict, Timed,
+};
+use crate::dialect::Dialect;
+use crate::metrics::RunHost;
+use crate::pins::{self, wire_name, Provenance, RawConfig, RawField};
+use crate::probe::{self, Engine, Fill};
+use crate::prompt::{self, Calibration, CalibrationError};
+use crate::record::{RequestRecord, RequestTimeline, StreamEnd};
+use crate::report::ProbeSnapshot;
+
+/// One HTTP request as the core decided it: method, URL, every header and the body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpRequest {
+    /// `GET` or `POST`.
+    pub method: &'static str,
+    /// Full URL.
+    pub url: String,
+    /// Headers to send, in order.
+    pub headers: Vec<(String, String)>,
+    /// Body (JSON) of a `POST`.
+    pub body: Option<String>,
+}
+
+impl HttpRequest {
+    /// A `GET` of `url`.
+    pub fn get(url: String) -> Self {
+        Self {
+            method: "GET",
+            url,
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    /// A `POST` of a JSON body.
+    pub fn post_json(url: String, body: String) -> Self {
+        Self {
+            method: "POST",
+            url,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: Some(body),
+        }
+    }
+
+    /// A streaming `POST` of a JSON body to a model endpoint, with the API key when it is
+    /// bound to the URL's origin.
+    pub fn stream(url: String, body: String, key: Option<&ApiKey>) -> Self {
+        let mut r = Self::post_json(url, body);
+        r.headers
+            .push(("accept".into(), "text/event-stream".into()));
+        if let Some(k) = key.and_then(|k| k.for_url(&r.url)) {
+            r.headers
+                .push(("authorization".into(), format!("Bearer {k}")));
+        }
+        r
+    }
+}
+
+/// Where a streamed response's events go, timestamped by the host as they arrive.
+pub trait StreamSink {
+    /// Response headers arrived at `t_us`.
+    fn on_headers(&mut self, t_us: u64, status: u16, content_type: Option<&str>);
+    /// Body bytes arrived at `t_us`.
+    fn on_bytes(&mut self, t_us: u64, bytes: &[u8]);
+}
+
+impl StreamSink for RequestTimeline {
+    fn on_headers(&mut self, t_us: u64, status: u16, content_type: Option<&str>) {
+        RequestTimeline::on_headers(self, t_us, status, content_type);
+    }
+    fn on_bytes(&mut self, t_us: u64, bytes: &[u8]) {
+        RequestTimeline::on_bytes(self, t_us, bytes);
+    }
+}
+
+/// What a host gives the lifecycle: a clock, randomness and a network. It decides nothing.
+///
+/// The futures need not be `Send` (a browser's are not), so the trait is used generically,
+/// never as `dyn`.
+pub trait Host {
+    /// Which host this is (its limits judge its runs: [`RunHost::limits`]).
+    fn run_host(&self) -> RunHost;
+    /// The host's monotonic clock, µs.
+    fn now_us(&self) -> u64;
+    /// 32 random bytes (nonces), or why there are none.
+    fn random_seed(&self) -> Result<[u8; 32], String>;
+    /// Whether the host is a page served over https (which cannot call an `http://`
+    /// endpoint: mixed content).
+    fn page_is_https(&self) -> bool {
+        false
+    }
+    /// Sends a plain request; its status and body text, or why there was no answer.
+    fn request(&self, req: HttpRequest) -> impl Future<Output = Result<(u16, String), String>>;
+    /// Sends a request and hands its headers and body to `sink` as they arrive, each with
+    /// the host clock's reading; returns that reading when the body ended (or why it broke
+    /// off).
+    fn stream(
+        &self,
+        req: HttpRequest,
+        sink: &mut dyn StreamSink,
+    ) -> impl Future<Output = Result<u64, String>>;
+    /// Waits `ms` milliseconds.
+    fn sleep_ms(&self, ms: u32) -> impl Future<Output = ()>;
+}
+
+/// An API key and the origin it was given for: it is sent to that origin only, so a pins
+/// file or a link that names another endpoint cannot collect it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// The key.
+    pub value: String,
+    /// `scheme://host:port` it belongs to.
+    pub origin: String,
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApiKey(<redacted> for {})", self.origin)
+    }
+}
+
+impl ApiKey {
+    /// A key for the origin of `url`; `None` when the key is empty or the URL is not
+    /// `http(s)://host:port`.
+    pub fn for_endpoint(value: &str, url: &str) -> Option<Self> {
+        let value = value.trim();
+        (!value.is_empty()).then_some(())?;
+        Some(Self {
+            value: value.to_owned(),
+            origin: pins::origin_of(url)?,
+        })
+    }
+
+    /// The key, when `url` is on its origin.
+    pub fn for_url(&self, url: &str) -> Option<&str> {
+        (pins::origin_of(url).as_deref() == Some(self.origin.as_str())).then_some(&self.value)
+    }
+}
+
+/// Errors of the lifecycle's steps (each a message a user can act on).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LifecycleError {
+    /// The endpoint URL is not `http(s)://host:port[/path]`.
+    #[error("the endpoint URL is not http(s)://host:port: {0:?}")]
+    BadUrl(String),
+    /// An https page cannot call an http:// endpoint.
+    #[error("Mixed content: this page is HTTPS and cannot call an http:// endpoint. Serve the endpoint over HTTPS or open pinbench over http://.")]
+    MixedContent,
+    /// `/v1/models` could not be read.
+    #[error("Could not read {url}: {message}. {hint}")]
+    Unreachable {
+        /// What was read.
+        url: String,
+        /// The host's reason.
+        message: String,
+        /// What usually causes it on this host.
+        hint: &'static str,
+    },
+    /// `/v1/models` answered, but not as expected.
+    #[error(transparent)]
+    Probe(#[from] probe::ProbeError),
+    /// The behaviour probes need these pins first.
+    #[error(
+        "Set the endpoint, its API and the model id first (probing the endpoint fills the model)."
+    )]
+    NotPinned,
+    /// A behaviour probe request failed.
+    #[error("a probe request failed: {0}")]
+    ProbeRequest(String),
+    /// No random bytes for nonces.
+    #[error("no random source: {0}")]
+    NoRandomness(String),
+    /// The `/tokenize` calibration failed.
+    #[error(transparent)]
+    Calibration(#[from] CalibrationError),
+}
+
+/// What a probe read: the pins it found (with their provenance) and, for the report, what
+/// each answer said that became a pin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probed {
+    /// The engine recognised from `/v1/models`.
+    pub engine: Option<Engine>,
+    /// Every value found, as a form field's text with its source.
+    pub fills: Vec<Fill>,
+    /// One per URL read: its status and the fields that became pins (never whole bodies,
+    /// which may hold local paths and other details of the server's machine).
+    pub snapshots: Vec<ProbeSnapshot>,
+}
+
+/// Probes an endpoint: `GET /v1/models`, then the follow-up reads the core asks of the
+/// engine it recognised (never others: a 404 would be a console error in a browser).
+pub async fn probe<H: Host>(host: &H, endpoint_url: &str) -> Result<Probed, LifecycleError> {
+    let base = pins::parse_base_url(endpoint_url)
+        .ok_or_else(|| LifecycleError::BadUrl(endpoint_url.to_owned()))?;
+    if host.page_is_https() && base.starts_with("http://") {
+        return Err(LifecycleError::MixedContent);
+    }
+    let models_url = format!("{base}/v1/models");
+    let (status, text) = host
+        .request(HttpRequest::get(models_url.clone()))
+        .await
+        .map_err(|message| LifecycleError::Unreachable {
+            url: models_url.clone(),
+            message,
+            hint: unreachable_hint(host.run_host()),
+        })?;
+    let read = probe::read_models(&models_url, status, &text)?;
+    let mut fetched = vec![(models_url, status)];
+    let mut fills = read.fills;
+    for f in read.follow_ups {
+        let url = format!("{base}{}", f.path);
+        let req = match f.body {
+            Some(b) => HttpRequest::post_json(url.clone(), b),
+            None => HttpRequest {
+                method: f.method,
+                ..HttpRequest::get(url.clone())
+            },
+        };
+        if let Ok((st, body)) = host.request(req).await {
+            probe::read_answer(f.kind, &url, st, &body, &mut fills);
+            fetched.push((url, st));
+        }
+    }
+    let snapshots = fetched
+        .into_iter()
+        .map(|(url, st)| {
+            // Inserted one by one: collecting into a map would pull a sort into the wasm.
+            let mut said = serde_json::Map::new();
+            for f in &fills {
+                if let Provenance::Probed { url: u, field } = &f.provenance {
+                    if *u == url {
+                        said.insert(field.clone(), f.text.clone().into());
+                    }
+                }
+            }
+            ProbeSnapshot::new(&url, st, &serde_json::Value::Object(said).to_string())
+        })
+        .collect();
+    Ok(Probed {
+        engine: read.engine,
+        fills,
+        snapshots,
+    })
+}
+
+/// Why `/v1/models` may not answer, on this host.
+fn unreachable_hint(host: RunHost) -> &'static str {
+    match host {
+        RunHost::Worker | RunHost::MainThread => "The server is down, or it refuses this page's origin (CORS): vLLM --allowed-origins, TGI --cors-allow-origin, Ollama OLLAMA_ORIGINS; llama.cpp and SGLang allow any origin.",
+        RunHost::Native => "The server is down or not listening there, or (https) its certificate is not trusted: pass --ca-cert for a self-signed one.",
+    }
+}
+
+/// How probed values meet what a form already holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FillPolicy {
+    /// Every probed value replaces the field (the Run screen's Probe button: the user asked).
+    Replace,
+    /// Only empty fields take a probed value (a pins file: what it states stays stated).
+    OpenOnly,
+}
+
+/// Writes `fills` into `raw` under `policy`; returns the fields that changed, in order.
+pub fn apply_fills(raw: &mut RawConfig, fills: &[Fill], policy: FillPolicy) -> Vec<&'static str> {
+    let mut changed = Vec::new();
+    for f in fills {
+        let Some(field) = raw.field_mut(f.field) else {
+            continue;
+        };
+        if policy == FillPolicy::OpenOnly && !field.text.trim().is_empty() {
+            continue;
+        }
+        *field = RawField {
+            text: f.text.clone(),
+            source: f.provenance.clone(),
+        };
+        if !changed.contains(&f.field) {
+            changed.push(f.field);
+        }
+    }
+    changed
+}
+
+/// Whether any field a probe can fill is still empty in `raw`.
+pub fn has_open_fields(raw: &RawConfig) -> bool {
+    RawConfig::FIELDS
+        .iter()
+        .any(|(name, _)| raw.field(name).is_some_and(|f| f.text.trim().is_empty()))
+}
+
+/// The snapshots read from this endpoint (the URL may have changed since they were read),
+/// and the behaviour probes' evidence for it.
+pub fn snapshots_for(snapshots: &[ProbeSnapshot], base_url: &str) -> Vec<ProbeSnapshot> {
+    let prefix = format!("{base_url}/");
+    snapshots
+        .iter()
+        .filter(|p| p.url.starts_with(&prefix))
+        .cloned()
+        .collect()
+}
+
+/// Replaces the behaviour probes' evidence in `kept` by `new` (the endpoint's own reads
+/// stay).
+pub fn replace_behaviour_evidence(kept: &mut Vec<ProbeSnapshot>, new: Vec<ProbeSnapshot>) {
+    kept.retain(|s| !s.url.contains(MEASURED_MARK));
+    kept.extend(new);
+}
+
+/// What marks a snapshot as the behaviour probes' evidence rather than a read.
+const MEASURED_MARK: &str = "measured by pinbench";
+
+/// The endpoint, API and model the behaviour probes talk to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// Base URL (`http(s)://host:port`).
+    pub base_url: String,
+    /// The API shape.
+    pub dialect: Dialect,
+    /// Model id.
+    pub model: String,
+}
+
+impl Target {
+    /// The target a form names, or [`LifecycleError::NotPinned`] while any of the three is
+    /// missing.
+    pub fn of_form(raw: &RawConfig) -> Result<Self, LifecycleError> {
+        let base_url =
+            pins::parse_base_url(&raw.endpoint_url.text).ok_or(LifecycleError::NotPinned)?;
+        let dialect = match raw.dialect.text.trim() {
+            "chat" => Dialect::Chat,
+            "completions" => Dialect::Completions,
+            _ => return Err(LifecycleError::NotPinned),
+        };
+        let model = raw.model_id.text.trim().to_owned();
+        if model.is_empty() {
+            return Err(LifecycleError::NotPinned);
+        }
+        Ok(Self {
+            base_url,
+            dialect,
+            model,
+        })
+    }
+}
+
+/// What the behaviour probes found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Behaviour {
+    /// The batching regime.
+    pub batching: BatchingVerdict,
+    /// The prefix cache.
+    pub prefix_cache: CacheVerdict,
+    /// TPOT at the longest probed prompt ÷ at the shortest, when measured.
+    pub slowdown_ratio: Option<f64>,
+    /// Pins filled (the scheduling pin, when the batching verdict is clear).
+    pub fills: Vec<Fill>,
+    /// Evidence for the report.
+    pub snapshots: Vec<ProbeSnapshot>,
+    /// One line per probe, for a person.
+    pub lines: Vec<String>,
+}
+
+/// Runs both futures to completion, polling each in turn (the core has no runtime; the
+/// host's executor wakes it).
+async fn join<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (pin!(a), pin!(b));
+    let (mut ra, mut rb) = (None, None);
+    poll_fn(move |cx| {
+        if ra.is_none() {
+            if let Poll::Ready(v) = a.as_mut().poll(cx) {
+                ra = Some(v);
+            }
+        }
+        if rb.is_none() {
+            if let Poll::Ready(v) = b.as_mut().poll(cx) {
+                rb = Some(v);
+            }
+        }
+        match (ra.take(), rb.take()) {
+            (Some(x), Some(y)) => Poll::Ready((x, y)),
+            (x, y) => {
+                (ra, rb) = (x, y);
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
+/// Sends one streaming request and times it into a record (the core's timeline: a
+/// timestamp per read).
+pub async fn timed_stream<H: Host>(
+    host: &H,
+    req: HttpRequest,
+    dialect: Dialect,
+    prompt_tokens: u32,
+    output_tokens: u32,
+) -> Result<RequestRecord, String> {
+    let mut tl = RequestTimeline::new(0, 0, dialect, prompt_tokens, output_tokens, host.now_us());
+    let end = host.stream(req, &mut tl).await?;
+    Ok(tl.finish(end, StreamEnd::Eof))
+}
+
+/// Measures what the endpoint does: the batching regime (a short request sent while a long
+/// one decodes), the prefix cache (the same prompt twice, and behind fresh nonces) and
+/// decode slowdown (TPOT at three prompt lengths, one stream). One request at a time but
+/// for the batching pair.
+pub async fn behaviour<H: Host>(
+    host: &H,
+    target: &Target,
+    key: Option<&ApiKey>,
+) -> Result<Behaviour, LifecycleError> {
+    let seed = host.random_seed().map_err(LifecycleError::NoRandomness)?;
+    let seed = u64::from_le_bytes([
+        seed[0], seed[1], seed[2], seed[3], seed[4], seed[5], seed[6], seed[7],
+    ]);
+    let nonce = |i: u32| prompt::nonce(i, seed);
+    let url = format!("{}{}", target.base_url, target.dialect.path());
+    let (dialect, model) = (target.dialect, target.model.as_str());
+    let run = |body: String, p: u32, o: u32| {
+        let req = HttpRequest::stream(url.clone(), body, key);
+        async move {
+            let rec = timed_stream(host, req, dialect, p, o)
+                .await
+                .map_err(LifecycleError::ProbeRequest)?;
+            Timed::of(&rec).ok_or_else(|| LifecycleError::ProbeRequest(rec.outcome.kind()))
+        }
+    };
+    let mut fills = Vec::new();
+    let mut snapshots = Vec::new();
+    let mut lines = Vec::new();
+    // Batching: A (long), then B while A decodes.
+    let [a_body, b_body] = bh::batching_requests(dialect, model, [Some(nonce(1)), Some(nonce(2))]);
+    let (a, b) = join(
+        run(a_body, batching::PROMPT_TOKENS, batching::A_TOKENS),
+        async {
+            host.sleep_ms(batching::B_DELAY_MS).await;
+            run(b_body, batching::PROMPT_TOKENS, batching::B_TOKENS).await
+        },
+    )
+    .await;
+    let (a, b) = (a?, b?);
+    let (batching_v, why) = batching_verdict(&a, &b);
+    let scheduling = match batching_v {
+        BatchingVerdict::Continuous => Some("continuous"),
+        BatchingVerdict::Static => Some("static"),
+        BatchingVerdict::Unclear => None,
+    };
+    if let Some(s) = scheduling {
+        fills.push(Fill {
+            field: "scheduling",
+            text: s.to_owned(),
+            provenance: bh::probed("batching (staggered requests)", &why),
+        });
+    }
+    lines.push(format!("batching: {} — {why}", wire_name(&batching_v)));
+    snapshots.push(ProbeSnapshot::new(
+        &format!("{url} — {MEASURED_MARK}: batching"),
+        200,
+        &serde_json::json!({"verdict": batching_v, "evidence": why, "a": a, "b": b}).to_string(),
+    ));
+    // Prefix cache: the same prompt cold and warm, and behind fresh nonces.
+    let mut ttfts = [0u64; 5];
+    let bodies = bh::cache_requests(
+        dialect,
+        model,
+        Some(format!("{} ", nonce(3))),
+        [nonce(4), nonce(5)],
+    );
+    for (t, body) in ttfts.iter_mut().zip(bodies) {
+        *t = run(
+            body,
+            prefix_cache::PROMPT_TOKENS,
+            prefix_cache::OUTPUT_TOKENS,
+        )
+        .await?
+        .ttft_us();
+    }
+    let (cache_v, cwhy) = cache_verdict_of(ttfts);
+    lines.push(format!("prefix cache: {} — {cwhy}", wire_name(&cache_v)));
+    snapshots.push(ProbeSnapshot::new(
+        &format!("{url} — {MEASURED_MARK}: prefix cache"),
+        200,
+        &serde_json::json!({"verdict": cache_v, "evidence": cwhy}).to_string(),
+    ));
+    // Decode slowdown: TPOT at three prompt lengths, one stream.
+    let mut points = Vec::new();
+    for (i, p) in (10u32..).zip(slowdown::PROMPTS) {
+        let body = bh::request_body(
+            dialect,
+            model,
+            p,
+            i,
+            Some(nonce(i)),
+            slowdown::OUTPUT_TOKENS,
+        );
+        if let Some(t) = run(body, p, slowdown::OUTPUT_TOKENS).await?.tpot_us {
+            points.push((p, t));
+        }
+    }
+    let mut slowdown_ratio = None;
+    if let Some((s, text)) = slowdown_of(&points) {
+        lines.push(format!("decode slowdown: {text}"));
+        slowdown_ratio = Some(s.ratio);
+        snapshots.push(ProbeSnapshot::new(
+            &format!("{url} — {MEASURED_MARK}: decode slowdown"),
+            200,
+            &serde_json::json!({"points": s.points, "ratio": s.ratio, "evidence": text})
+                .to_string(),
+        ));
+    }
+    Ok(Behaviour {
+        batching: batching_v,
+        prefix_cache: cache_v,
+        slowdown_ratio,
+        fills,
+        snapshots,
+        lines,
+    })
+}
+
+/// The `/tokenize` calibration a pinned run needs (none unless its prompt exactness is
+/// the server's tokenizer).
+pub async fn calibrate<H: Host>(
+    host: &H,
+    cfg: &pins::RunConfig,
+) -> Result<Calibration, LifecycleError> {
+    if cfg.prompt_exactness.value != pins::PromptExactness::ServerTokenizer {
+        return Ok(Calibration::default());
+    }
+    Ok(prompt::calibrate_run(cfg, |url, body| async move {
+        host.request(HttpRequest::post_json(url, body)).await.ok()
+    })
+    .await?)
+}
+
+/// The secrets a run must never write into its records: the API key and the values of
+/// any extra headers (a server that echoes a request back cannot leak them into a report).
+pub fn secrets(key: Option<&ApiKey>, extra_headers: &[(String, String)]) -> Vec<String> {
+    key.map(|k| k.value.clone())
+        .into_iter()
+        .chain(extra_headers.iter().map(|(_, v)| v.clone()))
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// What checking a report file came to, worst last: the order is the exit status's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CheckOutcome {
+    /// Signed by a trusted key, unmodified, every summary figure recomputes.
+    Trusted,
+    /// Valid and consistent, but the signer is not in the trust list (anyone can make a key).
+    UnknownSigner,
+    /// Unsigned, modified, inconsistent or unreadable.
+    Bad,
+}
+
+impl CheckOutcome {
+    /// The exit status a command gives for it (documented in `pinbench verify --help`).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            CheckOutcome::Trusted => 0,
+            CheckOutcome::UnknownSigner => 3,
+            CheckOutcome::Bad => 1,
+        }
+    }
+}
+
+/// Checks a report's text: its signature against the trusted keys (base64 public keys or
+/// key ids), then every summary figure recomputed from its records. One line per finding.
+pub fn check_report(text: &str, trust: &[String]) -> (CheckOutcome, Vec<String>) {
+    let opened = match crate::report::open(text) {
+        Ok(o) => o,
+        Err(e) => return (CheckOutcome::Bad, vec![e.to_string()]),
+    };
+    let mut lines = Vec::new();
+    let mut outcome = match &opened.verification {
+        crate::report::Verification::Valid { key_id, public_key } => {
+            if trust.iter().any(|t| t == key_id || t == public_key) {
+                lines.push(format!("signature valid, trusted signer (key {key_id})"));
+                CheckOutcome::Trusted
+            } else {
+                lines.push(format!("valid signature, unknown signer (key {key_id}, public key {public_key}); pass --trust to accept it"));
+                CheckOutcome::UnknownSigner
+            }
+        }
+        crate::report::Verification::Unsigned => {
+            lines.push("unsigned".into());
+            CheckOutcome::Bad
+        }
+        crate::report::Verification::Invalid { reason } => {
+            lines.push(format!("signature INVALID: {reason}"));
+            CheckOutcome::Bad
+        }
+    };
+    match crate::report::recompute(&opened.report) {
+        Ok(m) if m.is_empty() => lines.push("every summary figure matches its records".into()),
+        Ok(m) => {
+            outcome = CheckOutcome::Bad;
+            for m in m {
+                lines.push(format!(
+                    "MISMATCH {}: stored {} recomputed {}",
+                    m.path, m.stored, m.recomputed
+                ));
+            }
+        }
+        Err(e) => {
+            outcome = CheckOutcome::Bad;
+            lines.push(e.to_string());
+        }
+    }
+    (outcome, lines)
+}
+
+#[cfg(test)]
+#[path = "lifecycle_tests.rs"]
+mod tests;

@@ -1,0 +1,560 @@
+//! Synthetic prompts of a requested length in tokens, and their calibration.
+//!
+//! A prompt is words from a fixed list, each with a leading space (one token each on
+//! common tokenizers, and exactly one on the reference server's). A nonce prefix, when
+//! pinned, is [`NONCE_WORDS`] words of the same list chosen by random bits, so it costs
+//! what any words cost and needs no measurement of its own.
+//!
+//! The number of words for N tokens comes from a [`Calibration`]: a line fitted through
+//! the server's counts of three prompts (`tokens = intercept + slope × words`; the
+//! intercept holds the BOS token and, for chat, the template), measured in the form the
+//! run sends (`prompt` for completions, `messages` for chat). A `server_tokenizer` run then
+//! checks each target length by counting the final prompt (nonce included) and adjusting
+//! by words until the count is exact; a target that cannot be hit fails the calibration,
+//! so an "exact" run never runs inexact prompts. [`Calibrator`] is that procedure as a
+//! state machine: hosts only send the `/tokenize` bodies it asks for.
+
+use serde::{Deserialize, Serialize};
+
+use crate::dialect::Dialect;
+use crate::pins::LengthDist;
+
+const WORDS: [&str; 32] = [
+    " the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " was", " with",
+    " be", " by", " on", " not", " he", " this", " are", " or", " his", " from", " at", " which",
+    " but", " have", " an", " had", " they", " you", " were", " their",
+];
+
+/// Words in a nonce prefix (32 choices each: 60 bits).
+pub const NONCE_WORDS: u32 = 12;
+
+/// Words per calibration sample: three points of the fitted line.
+pub const CALIBRATION_WORDS: [u32; 3] = [16, 128, 1024];
+
+/// Tries at adjusting one target's word count before giving up.
+const MAX_TRIES: u32 = 6;
+
+/// Prompt tokens as a function of words.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// Tokens of a prompt of zero words (BOS, chat template), × 1000.
+    pub intercept_milli: i64,
+    /// Tokens per word × 1000.
+    pub tokens_per_word_milli: u64,
+    /// Target lengths whose word count was checked with the server's tokenizer:
+    /// `(tokens, words)`.
+    #[serde(default)]
+    pub verified: Vec<(u32, u32)>,
+}
+
+impl Default for Calibration {
+    /// One token per word and nothing else: the approximate guess.
+    fn default() -> Self {
+        Self {
+            intercept_milli: 0,
+            tokens_per_word_milli: 1000,
+            verified: Vec::new(),
+        }
+    }
+}
+
+impl Calibration {
+    /// The line through `(words, tokens)` samples (first and last), `None` when the
+    /// counts do not grow with the words.
+    pub fn fit(samples: &[(u32, u64)]) -> Option<Self> {
+        let (&(w1, c1), &(w2, c2)) = (samples.first()?, samples.last()?);
+        if w2 <= w1 || c2 <= c1 {
+            return None;
+        }
+        let (dw, dc) = (u64::from(w2 - w1), c2 - c1);
+        let tpw = (dc * 1000 + dw / 2) / dw;
+        let intercept = i64::try_from(c1 * 1000).ok()? - i64::from(w1) * i64::try_from(tpw).ok()?;
+        Some(Self {
+            intercept_milli: intercept,
+            tokens_per_word_milli: tpw.max(1),
+            verified: Vec::new(),
+        })
+    }
+
+    /// Words for a prompt of `tokens` tokens: a verified count, else the fitted line
+    /// (at least one word).
+    pub fn words_for(&self, tokens: u32) -> u32 {
+        if let Some(&(_, w)) = self.verified.iter().find(|(t, _)| *t == tokens) {
+            return w;
+        }
+        let body = i64::from(tokens) * 1000 - self.intercept_milli;
+        let tpw = i64::try_from(self.tokens_per_word_milli.max(1)).unwrap_or(i64::MAX);
+        let words = (body + tpw / 2).div_euclid(tpw);
+        u32::try_from(words.max(1)).unwrap_or(u32::MAX)
+    }
+}
+
+fn words(n: u32, offset: u32) -> String {
+    (0..n)
+        .map(|i| WORDS[((i + offset) as usize) % WORDS.len()])
+        .collect()
+}
+
+/// The nonce prefix for a request: [`NONCE_WORDS`] words picked by bits of the seed and
+/// index (unique per both).
+pub fn nonce(index: u32, seed: u64) -> String {
+    // splitmix64 of seed and index: neighbouring indices give unrelated words.
+    let mut z = seed ^ u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (0..NONCE_WORDS)
+        .map(|i| WORDS[((z >> (5 * i)) & 31) as usize])
+        .collect()
+}
+
+/// A prompt of `tokens` tokens (exactly, when the calibration verified that length), with
+/// the nonce as its first words when given.
+pub fn build(tokens: u32, cal: &Calibration, nonce: Option<&str>, variant: u32) -> String {
+    let total = cal.words_for(tokens);
+    let mut out = String::new();
+    let body = match nonce {
+        Some(n) => {
+            out.push_str(n);
+            total.saturating_sub(NONCE_WORDS).max(1)
+        }
+        None => total,
+    };
+    out.push_str(&words(body, variant));
+    out
+}
+
+/// The `/tokenize` request bodies that count `text` as the run will send it, in order:
+/// chat — vLLM's and the reference server's `messages` form (template included);
+/// completions — vLLM's `prompt` form, then llama.cpp's `content` with `add_special`
+/// (BOS included, as its usage counts it).
+pub fn tokenize_bodies(dialect: Dialect, model: &str, text: &str) -> Vec<String> {
+    match dialect {
+        Dialect::Chat => vec![serde_json::json!({
+            "model": model,
+            "messages": [{"role": "user", "content": text}],
+        })
+        .to_string()],
+        Dialect::Completions => vec![
+            serde_json::json!({"model": model, "prompt": text}).to_string(),
+            serde_json::json!({"content": text, "add_special": true}).to_string(),
+        ],
+    }
+}
+
+/// The token count in a `/tokenize` answer (`count`, else the length of `tokens`);
+/// `None` when it has none — a server that ignored this form answers with no tokens.
+pub fn tokenize_count(answer: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(answer).ok()?;
+    v.get("count")
+        .and_then(|c| c.as_u64())
+        .or_else(|| {
+            v.get("tokens")
+                .and_then(|t| t.as_array())
+                .map(|a| a.len() as u64)
+        })
+        .filter(|&n| n > 0)
+}
+
+/// The lengths a calibration checks: the one length, or both ends of a distribution.
+pub fn targets(d: &LengthDist) -> Vec<u32> {
+    match *d {
+        LengthDist::Fixed { tokens } => vec![tokens],
+        LengthDist::Uniform { min, max } | LengthDist::NormalClipped { min, max, .. } => {
+            if min == max {
+                vec![min]
+            } else {
+                vec![min, max]
+            }
+        }
+    }
+}
+
+/// Why prompts cannot be made exact.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CalibrationError {
+    /// No form of `/tokenize` answered with a count.
+    #[error("The server has no /tokenize endpoint for this API ({dialect}): pin prompt exactness as usage_calibrated or approximate.")]
+    NoTokenizer {
+        /// The API the run speaks.
+        dialect: &'static str,
+    },
+    /// The counts did not grow with the prompt.
+    #[error("The server's /tokenize counts did not grow with the prompt ({samples:?}): pin prompt exactness as usage_calibrated or approximate.")]
+    NoFit {
+        /// `(words, tokens)` measured.
+        samples: Vec<(u32, u64)>,
+    },
+    /// A target length could not be hit exactly.
+    #[error("Prompts of exactly {target} tokens cannot be built for this tokenizer (closest: {got}): pin prompt exactness as usage_calibrated or approximate, or another length.")]
+    NotExact {
+        /// Requested tokens.
+        target: u32,
+        /// The closest count reached.
+        got: u64,
+    },
+}
+
+/// What the calibrator needs next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CalStep {
+    /// Count this prompt: try the bodies in order (`(form, body)`), and report the first
+    /// that gave a count with [`Calibrator::answer`].
+    Tokenize(Vec<(usize, String)>),
+    /// Finished.
+    Done(Result<Calibration, CalibrationError>),
+}
+
+/// The calibration procedure: three samples for the fit, then each target length counted
+/// and adjusted until exact.
+#[derive(Clone, Debug)]
+pub struct Calibrator {
+    dialect: Dialect,
+    model: String,
+    targets: Vec<u32>,
+    /// The `/tokenize` form that answered (index into [`tokenize_bodies`]).
+    form: Option<usize>,
+    samples: Vec<(u32, u64)>,
+    cal: Option<Calibration>,
+    /// Target being checked: (index into targets, words, tries, closest count).
+    checking: (usize, u32, u32, u64),
+    result: Option<Result<Calibration, CalibrationError>>,
+}
+
+impl Calibrator {
+    /// A calibrator for prompts of the run's API, model and lengths.
+    pub fn new(dialect: Dialect, model: &str, prompt_len: &LengthDist) -> Self {
+        Self {
+            dialect,
+            model: model.into(),
+            targets: targets(prompt_len),
+            form: None,
+            samples: Vec::new(),
+            cal: None,
+            checking: (0, 0, 0, 0),
+            result: None,
+        }
+    }
+
+    fn text(&self) -> String {
+        match &self.cal {
+            None => words(CALIBRATION_WORDS[self.samples.len()], 0),
+            Some(cal) => {
+                let (i, w, _, _) = self.checking;
+                let c = Calibration {
+                    verified: vec![(self.targets[i], w)],
+                    ..cal.clone()
+                };
+                build(self.targets[i], &c, Some(&nonce(7, 0x5eed)), 0)
+            }
+        }
+    }
+
+    /// The next step.
+    pub fn next(&self) -> CalStep {
+        if let Some(r) = &self.result {
+            return CalStep::Done(r.clone());
+        }
+        let bodies = tokenize_bodies(self.dialect, &self.model, &self.text());
+        CalStep::Tokenize(
+            bodies
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| self.form.is_none_or(|f| f == *i))
+                .collect(),
+        )
+    }
+
+    /// The count of the last asked prompt: `Some((form, count))` from the first body that
+    /// answered, `None` when none did.
+    pub fn answer(&mut self, answer: Option<(usize, u64)>) {
+        if self.result.is_some() {
+            return;
+        }
+        let Some((form, count)) = answer else {
+            self.result = Some(Err(CalibrationError::NoTokenizer {
+                dialect: match self.dialect {
+                    Dialect::Chat => "chat messages",
+                    Dialect::Completions => "completions",
+                },
+            }));
+            return;
+        };
+        self.form = Some(form);
+        let Some(cal) = &mut self.cal else {
+            self.samples
+                .push((CALIBRATION_WORDS[self.samples.len()], count));
+            if self.samples.len() == CALIBRATION_WORDS.len() {
+                match Calibration::fit(&self.samples) {
+                    Some(c) => {
+                        let w = c.words_for(self.targets[0]);
+                        self.cal = Some(c);
+                        self.checking = (0, w, 0, 0);
+                    }
+                    None => {
+                        self.result = Some(Err(CalibrationError::NoFit {
+                            samples: self.samples.clone(),
+                        }))
+                    }
+                }
+            }
+            return;
+        };
+        let (i, w, tries, closest) = self.checking;
+        let target = self.targets[i];
+        let closest = if tries == 0
+            || count.abs_diff(u64::from(target)) < closest.abs_diff(u64::from(target))
+        {
+            count
+        } else {
+            closest
+        };
+        if count == u64::from(target) {
+            cal.verified.push((target, w));
+            if i + 1 == self.targets.len() {
+                self.result = Some(Ok(cal.clone()));
+            } else {
+                let next = cal.words_for(self.targets[i + 1]);
+                self.checking = (i + 1, next, 0, 0);
+            }
+            return;
+        }
+        if tries + 1 >= MAX_TRIES {
+            self.result = Some(Err(CalibrationError::NotExact {
+                target,
+                got: closest,
+            }));
+            return;
+        }
+        // Move by the missing tokens in words (at least one word).
+        let diff = i64::from(target) - i64::try_from(count).unwrap_or(i64::MAX);
+        let tpw = i64::try_from(cal.tokens_per_word_milli.max(1)).unwrap_or(1000);
+        let step = (diff * 1000 / tpw).clamp(-i64::from(w) + 1, i64::from(u32::MAX));
+        let step = if step == 0 { diff.signum() } else { step };
+        let w = u32::try_from((i64::from(w) + step).max(1)).unwrap_or(u32::MAX);
+        self.checking = (i, w, tries + 1, closest);
+    }
+}
+
+/// Runs a [`Calibrator`] to its end over `count`, the host's `/tokenize` call: given a
+/// request body, the server's count, or `None` when that body got no count. Each asked
+/// prompt's bodies are tried in order; the first that counts is kept for the rest.
+pub async fn calibrate_with<F, Fut>(
+    mut c: Calibrator,
+    mut count: F,
+) -> Result<Calibration, CalibrationError>
+where
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = Option<u64>>,
+{
+    loop {
+        match c.next() {
+            CalStep::Done(r) => return r,
+            CalStep::Tokenize(bodies) => {
+                let mut got = None;
+                for (form, body) in bodies {
+                    if let Some(n) = count(body).await {
+                        got = Some((form, n));
+                        break;
+                    }
+                }
+                c.answer(got);
+            }
+        }
+    }
+}
+
+/// The calibration of a pinned run against its server's `/tokenize`, over the host's
+/// `post(url, body)`: the answer's status and text, or `None` when the request failed.
+/// Only a 200 answer counts.
+pub async fn calibrate_run<F, Fut>(
+    cfg: &crate::pins::RunConfig,
+    post: F,
+) -> Result<Calibration, CalibrationError>
+where
+    F: Fn(String, String) -> Fut,
+    Fut: std::future::Future<Output = Option<(u16, String)>>,
+{
+    let url = format!("{}/tokenize", cfg.endpoint.base_url);
+    let c = Calibrator::new(
+        cfg.endpoint.dialect,
+        &cfg.model.id.value,
+        &cfg.prompt_len.value,
+    );
+    let post = &post;
+    calibrate_with(c, |body| {
+        let answer = post(url.clone(), body);
+        async move {
+            match answer.await {
+                Some((200, text)) => tokenize_count(&text),
+                _ => None,
+            }
+        }
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count_words(p: &str) -> usize {
+        p.split(' ').filter(|w| !w.is_empty()).count()
+    }
+
+    #[test]
+    fn one_token_per_word_gives_the_word_count() {
+        let cal = Calibration::default();
+        assert_eq!(count_words(&build(128, &cal, None, 0)), 128);
+        let with_nonce = build(128, &cal, Some(&nonce(7, 42)), 3);
+        assert_eq!(count_words(&with_nonce), 128);
+        assert!(with_nonce.starts_with(&nonce(7, 42)));
+    }
+
+    #[test]
+    fn the_fit_has_a_slope_and_an_intercept() {
+        // vLLM's /tokenize adds a BOS token: 16 words → 17 tokens, 1024 → 1025.
+        let cal = Calibration::fit(&[(16, 17), (128, 129), (1024, 1025)]).expect("fit");
+        assert_eq!(
+            (cal.intercept_milli, cal.tokens_per_word_milli),
+            (1000, 1000)
+        );
+        // 4096 tokens: 4095 words + BOS (the ratio alone gave 4085 tokens).
+        assert_eq!(cal.words_for(4096), 4095);
+        assert_eq!(cal.words_for(8192), 8191);
+        // Chat: a 13-token template and BOS.
+        let chat = Calibration::fit(&[(16, 30), (128, 142), (1024, 1038)]).expect("fit");
+        assert_eq!(chat.words_for(128), 114);
+        // Two tokens per word, and a fit that does not grow.
+        let two = Calibration::fit(&[(16, 33), (1024, 2049)]).expect("fit");
+        assert_eq!(two.words_for(201), 100);
+        assert_eq!(Calibration::fit(&[(16, 5), (1024, 5)]), None);
+    }
+
+    /// A server whose tokenizer counts BOS, a template, and one word of every 50 as two
+    /// tokens (not linear): the calibrator still hits each target exactly.
+    fn server_count(body: &str, template: u64) -> u64 {
+        let v: serde_json::Value = serde_json::from_str(body).expect("json");
+        let text = v["prompt"]
+            .as_str()
+            .or_else(|| v["messages"][0]["content"].as_str())
+            .expect("text");
+        let w = count_words(text) as u64;
+        1 + template + w + w / 50
+    }
+
+    fn drive(
+        dialect: Dialect,
+        dist: LengthDist,
+        template: u64,
+    ) -> Result<Calibration, CalibrationError> {
+        let mut c = Calibrator::new(dialect, "m", &dist);
+        let mut asked = 0;
+        loop {
+            match c.next() {
+                CalStep::Done(r) => return r,
+                CalStep::Tokenize(bodies) => {
+                    asked += 1;
+                    assert!(asked < 40, "the calibrator ends");
+                    let (form, body) = &bodies[0];
+                    c.answer(Some((*form, server_count(body, template))));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn calibrator_hits_every_target_exactly() {
+        for (dialect, template) in [(Dialect::Completions, 0), (Dialect::Chat, 13)] {
+            for t in [128u32, 1024, 4096, 8192] {
+                let cal = drive(dialect, LengthDist::Fixed { tokens: t }, template).expect("exact");
+                let p = build(t, &cal, Some(&nonce(99, 1)), 5);
+                let body = tokenize_bodies(dialect, "m", &p).remove(0);
+                assert_eq!(
+                    server_count(&body, template),
+                    u64::from(t),
+                    "{dialect:?} {t}"
+                );
+                // Without a nonce the same word count holds.
+                let p = build(t, &cal, None, 2);
+                let body = tokenize_bodies(dialect, "m", &p).remove(0);
+                assert_eq!(server_count(&body, template), u64::from(t));
+            }
+        }
+        let cal = drive(
+            Dialect::Completions,
+            LengthDist::Uniform { min: 100, max: 900 },
+            0,
+        )
+        .expect("exact");
+        assert_eq!(cal.verified.len(), 2);
+    }
+
+    #[test]
+    fn unreachable_targets_and_missing_tokenizers_fail() {
+        // Every word is 2 tokens plus BOS: odd totals cannot be reached.
+        let mut c = Calibrator::new(
+            Dialect::Completions,
+            "m",
+            &LengthDist::Fixed { tokens: 100 },
+        );
+        loop {
+            match c.next() {
+                CalStep::Done(r) => {
+                    assert_eq!(
+                        r,
+                        Err(CalibrationError::NotExact {
+                            target: 100,
+                            got: 101
+                        })
+                    );
+                    break;
+                }
+                CalStep::Tokenize(b) => {
+                    let v: serde_json::Value = serde_json::from_str(&b[0].1).expect("json");
+                    let w = count_words(v["prompt"].as_str().expect("prompt")) as u64;
+                    c.answer(Some((0, 1 + 2 * w)));
+                }
+            }
+        }
+        let mut c = Calibrator::new(Dialect::Chat, "m", &LengthDist::Fixed { tokens: 100 });
+        c.answer(None);
+        assert!(matches!(
+            c.next(),
+            CalStep::Done(Err(CalibrationError::NoTokenizer { .. }))
+        ));
+    }
+
+    #[test]
+    fn the_form_that_answered_is_kept() {
+        let mut c = Calibrator::new(Dialect::Completions, "m", &LengthDist::Fixed { tokens: 64 });
+        match c.next() {
+            CalStep::Tokenize(b) => assert_eq!(b.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        c.answer(Some((1, 17)));
+        match c.next() {
+            CalStep::Tokenize(b) => {
+                assert_eq!(b.len(), 1);
+                assert!(b[0].1.contains("add_special"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn tokenize_answers_of_both_forms_are_counted() {
+        assert_eq!(tokenize_count(r#"{"count":7,"tokens":[1,2]}"#), Some(7));
+        assert_eq!(tokenize_count(r#"{"tokens":[1,2,3]}"#), Some(3));
+        assert_eq!(tokenize_count(r#"{"tokens":[]}"#), None);
+        assert_eq!(tokenize_count("not json"), None);
+    }
+
+    #[test]
+    fn nonces_differ_by_index_and_seed_and_are_words() {
+        assert_ne!(nonce(1, 9), nonce(2, 9));
+        assert_ne!(nonce(1, 9), nonce(1, 10));
+        assert_eq!(count_words(&nonce(3, 4)), NONCE_WORDS as usize);
+    }
+}

@@ -1,0 +1,636 @@
+//! The run session: a whole benchmark run as one pure state machine.
+//!
+//! A host (the browser's Web Worker, the page's main thread as a fallback, or the native
+//! command) owns the clock and the network; the session owns every decision: when to
+//! dispatch (through [`Scheduler`]), what each request is (lengths, prompt, nonce, body),
+//! prompt calibration from usage, phases and sweep steps, stall detection, stop, progress
+//! and records. The host feeds it timed events with integer-µs times and carries out what
+//! it asks through a [`Transport`]:
+//!
+//! ```text
+//! host                                   session
+//! ──── poll(now) ───────────────────────▶ dispatches what is due: transport.send(…)
+//!      ◀─────────────── Wake::At(t) / Event / Finished
+//! ──── on_headers / on_bytes / on_end ──▶ builds the record (RequestTimeline)
+//! ──── stop(now) ───────────────────────▶ transport.abort(…) for every request in flight
+//! ```
+//!
+//! Every dispatched request yields exactly one record, whatever happens to it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dialect::{Dialect, RequestSpec};
+use crate::histogram::Hist;
+use crate::metrics::{self, Phase};
+use crate::pins::{PromptExactness, RunConfig};
+use crate::probe::Engine;
+use crate::prompt::{self, Calibration};
+use crate::record::{Outcome, RequestRecord, RequestTimeline, StreamEnd};
+use crate::schedule::{Next, Rng, Scheduler};
+
+/// Pause between sweep steps, so the server drains, µs.
+pub const STEP_GAP_US: u64 = 50_000;
+
+/// One request the session wants sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    /// The request's id (its dispatch index over the whole run).
+    pub id: u32,
+    /// Full URL.
+    pub url: String,
+    /// JSON body.
+    pub body: String,
+}
+
+/// What the session needs from a host's network: start a streaming POST, abort one.
+/// The host reports what happens to each request back through
+/// [`RunSession::on_headers`], [`RunSession::on_bytes`] and [`RunSession::on_end`].
+pub trait Transport {
+    /// Starts sending `req` now (the session has already stamped its send time).
+    fn send(&mut self, req: &Outgoing);
+    /// Aborts request `id`; the host still reports its end.
+    fn abort(&mut self, id: u32);
+}
+
+/// When the host should call [`RunSession::poll`] next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// At this time (µs), or at the next event if that comes first.
+    At(u64),
+    /// At the next request event.
+    Event,
+    /// The run is over: take the records with [`RunSession::finish`].
+    Finished,
+}
+
+/// Live progress, cheap to take (the host publishes it at a few Hz).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    /// Current step (0-based) and number of steps.
+    pub step: (usize, usize),
+    /// Requests dispatched in this step.
+    pub dispatched: u32,
+    /// Requests completed (all steps).
+    pub completed: u32,
+    /// Planned requests this step, when every span counts requests.
+    pub planned: Option<u32>,
+    /// In flight now, and the target.
+    pub in_flight: (u32, u32),
+    /// Output tokens received so far (all steps, requests in flight included).
+    pub tokens: u64,
+    /// Run start, µs (host clock).
+    pub started_us: u64,
+    /// The host clock when this progress was taken, µs.
+    pub now_us: u64,
+    /// The current step's phase, by its last dispatch.
+    pub phase: Option<String>,
+    /// Failed requests so far by kind.
+    pub errors: BTreeMap<String, u32>,
+    /// Sum and count of completed requests' per-stream decode speeds (milli-tok/s).
+    pub decode: (u64, u32),
+    /// Open loops: arrivals the in-flight cap held back so far.
+    pub held_by_cap: u32,
+    /// Whether the run has finished.
+    pub finished: bool,
+    /// TTFT of the requests completed so far (all windows), µs: p50, p90, p99.
+    #[serde(default)]
+    pub ttft_q: Option<[u64; 3]>,
+    /// TPOT of the requests completed so far (all windows), µs: p50, p90, p99.
+    #[serde(default)]
+    pub tpot_q: Option<[u64; 3]>,
+}
+
+/// Read through a JSON tree: `Progress` is the run worker's message to the page, written
+/// by this program, and this reader is a few hundred bytes of wasm where serde's derived
+/// one was 7 KB. Missing `Option` members read as `None`, as serde reads them.
+impl<'de> Deserialize<'de> for Progress {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        progress_of(&v).ok_or_else(|| serde::de::Error::custom("not a run's progress"))
+    }
+}
+
+fn progress_of(v: &serde_json::Value) -> Option<Progress> {
+    use serde_json::Value;
+    let n = |k: &str| v.get(k)?.as_u64();
+    let n32 = |x: &Value| u32::try_from(x.as_u64()?).ok();
+    let opt = |k: &str| v.get(k).filter(|x| !x.is_null());
+    let list = |x: &Value, len: usize| x.as_array().filter(|a| a.len() == len).cloned();
+    let pair = |k: &str| {
+        let a = list(v.get(k)?, 2)?;
+        Some((a[0].as_u64()?, a[1].as_u64()?))
+    };
+    let quantiles = |k: &str| -> Option<Option<[u64; 3]>> {
+        match opt(k) {
+            None => Some(None),
+            Some(x) => {
+                let a = list(x, 3)?;
+                Some(Some([a[0].as_u64()?, a[1].as_u64()?, a[2].as_u64()?]))
+            }
+        }
+    };
+    let (step, in_flight, decode) = (pair("step")?, pair("in_flight")?, pair("decode")?);
+    let mut errors = BTreeMap::new();
+    for (k, c) in v.get("errors")?.as_object()? {
+        errors.insert(k.clone(), n32(c)?);
+    }
+    Some(Progress {
+        step: (usize::try_from(step.0).ok()?, usize::try_from(step.1).ok()?),
+        dispatched: n32(v.get("dispatched")?)?,
+        completed: n32(v.get("completed")?)?,
+        planned: match opt("planned") {
+            None => None,
+            Some(x) => Some(n32(x)?),
+        },
+        in_flight: (
+            u32::try_from(in_flight.0).ok()?,
+            u32::try_from(in_flight.1).ok()?,
+        ),
+        tokens: n("tokens")?,
+        started_us: n("started_us")?,
+        now_us: n("now_us")?,
+        phase: match opt("phase") {
+            None => None,
+            Some(x) => Some(x.as_str()?.to_owned()),
+        },
+        errors,
+        decode: (decode.0, u32::try_from(decode.1).ok()?),
+        held_by_cap: n32(v.get("held_by_cap")?)?,
+        finished: v.get("finished")?.as_bool()?,
+        ttft_q: quantiles("ttft_q")?,
+        tpot_q: quantiles("tpot_q")?,
+    })
+}
+/// The live quantiles shown while a run goes.
+pub const LIVE_QUANTILES: [f64; 3] = [0.5, 0.9, 0.99];
+
+fn live_quantiles(h: &Hist) -> Option<[u64; 3]> {
+    Some([
+        h.quantile(LIVE_QUANTILES[0])?,
+        h.quantile(LIVE_QUANTILES[1])?,
+        h.quantile(LIVE_QUANTILES[2])?,
+    ])
+}
+
+struct InFlight {
+    timeline: RequestTimeline,
+    last_activity_us: u64,
+    stalled: bool,
+}
+
+/// The requests in flight, by id: a list sorted by id (ids are given in dispatch order,
+/// so an insert appends), each boxed so that removing one moves only pointers. A
+/// `BTreeMap` did the same with several KB more of each wasm (its removal and rebalancing
+/// code is used nowhere else).
+#[derive(Default)]
+struct InFlightList(Vec<(u32, Box<InFlight>)>);
+
+impl InFlightList {
+    fn insert(&mut self, id: u32, f: InFlight) {
+        let at = self.0.partition_point(|(i, _)| *i < id);
+        if self.0.get(at).is_some_and(|(i, _)| *i == id) {
+            *self.0[at].1 = f;
+        } else {
+            self.0.insert(at, (id, Box::new(f)));
+        }
+    }
+
+    fn position(&self, id: u32) -> Option<usize> {
+        self.0.binary_search_by_key(&id, |(i, _)| *i).ok()
+    }
+
+    fn get_mut(&mut self, id: u32) -> Option<&mut InFlight> {
+        let at = self.position(id)?;
+        Some(&mut self.0[at].1)
+    }
+
+    fn remove(&mut self, id: u32) -> Option<InFlight> {
+        let at = self.position(id)?;
+        Some(*self.0.remove(at).1)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u32, &InFlight)> {
+        self.0.iter().map(|(i, f)| (*i, &**f))
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut InFlight)> {
+        self.0.iter_mut().map(|(i, f)| (*i, &mut **f))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// A whole run: every step of the sweep, from the first dispatch to the last record.
+pub struct RunSession {
+    cfg: RunConfig,
+    url: String,
+    dialect: Dialect,
+    cal: Calibration,
+    calibrate_from_usage: bool,
+    /// Ask for usage in every chunk: the engine pin names one that streams it (vLLM).
+    continuous_usage: bool,
+    /// Secrets the host sends (API key, header values), kept out of every record.
+    secrets: Vec<String>,
+    seeds: Rng,
+    plan_rng: Rng,
+    step: usize,
+    sched: Option<Scheduler>,
+    step_gap_until: Option<u64>,
+    next_index: u32,
+    in_flight: InFlightList,
+    records: Vec<RequestRecord>,
+    phases: Vec<(u32, Phase)>,
+    progress: Progress,
+    /// TTFT and TPOT of completed requests, for the live quantiles.
+    live: (Hist, Hist),
+    stopped: bool,
+    finished: bool,
+}
+
+impl RunSession {
+    /// A session for a pinned run, started at `now_us`, with prompt calibration
+    /// measured before the run and 32 random bytes (arrivals, lengths and nonces draw
+    /// from separate streams derived from them).
+    pub fn new(cfg: RunConfig, calibration: Calibration, seed: [u8; 32], now_us: u64) -> Self {
+        let mut seeds = Rng::from_seed(seed);
+        let plan_rng = Rng::from_seed(seed_bytes(&mut seeds));
+        let dialect = cfg.endpoint.dialect;
+        let url = format!("{}{}", cfg.endpoint.base_url, dialect.path());
+        let steps = cfg.load.value.steps.len();
+        Self {
+            calibrate_from_usage: cfg.prompt_exactness.value == PromptExactness::UsageCalibrated,
+            continuous_usage: cfg
+                .model
+                .engine
+                .value
+                .known()
+                .and_then(|e| Engine::from_pin(e))
+                .is_some_and(Engine::streams_continuous_usage),
+            secrets: Vec::new(),
+            cfg,
+            url,
+            dialect,
+            cal: calibration,
+            seeds,
+            plan_rng,
+            step: 0,
+            sched: None,
+            step_gap_until: None,
+            next_index: 0,
+            in_flight: InFlightList::default(),
+            records: Vec::new(),
+            phases: Vec::new(),
+            live: (Hist::new(), Hist::new()),
+            progress: Progress {
+                step: (0, steps),
+                started_us: now_us,
+                now_us,
+                ..Progress::default()
+            },
+            stopped: false,
+            finished: steps == 0,
+        }
+    }
+
+    /// The URL every request goes to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Secrets the host sends with each request (the API key, header values): any server
+    /// message that echoes one is redacted before it is recorded.
+    pub fn set_secrets(&mut self, secrets: Vec<String>) {
+        self.secrets = secrets;
+    }
+
+    /// The configuration being run.
+    pub fn config(&self) -> &RunConfig {
+        &self.cfg
+    }
+
+    /// The prompt calibration now in use (usage calibration refines it during the run).
+    pub fn calibration(&self) -> Calibration {
+        self.cal.clone()
+    }
+
+    /// Dispatches everything due at `now_us`, aborts stalled requests, moves between
+    /// sweep steps, and says when to call again.
+    pub fn poll(&mut self, now_us: u64, transport: &mut dyn Transport) -> Wake {
+        self.progress.now_us = now_us;
+        if self.finished {
+            return Wake::Finished;
+        }
+        let stall_deadline = self.check_stalls(now_us, transport);
+        let wake = self.dispatch_due(now_us, transport);
+        let wake = match (wake, stall_deadline) {
+            (Wake::At(a), Some(b)) => Wake::At(a.min(b)),
+            (Wake::Event, Some(b)) => Wake::At(b),
+            (w, _) => w,
+        };
+        self.progress.finished = self.finished;
+        wake
+    }
+
+    fn check_stalls(&mut self, now_us: u64, transport: &mut dyn Transport) -> Option<u64> {
+        let limit = self.cfg.load.value.stall_timeout_ms.saturating_mul(1000);
+        let mut earliest: Option<u64> = None;
+        for (id, f) in self.in_flight.iter_mut() {
+            if f.stalled {
+                continue;
+            }
+            let deadline = f.last_activity_us.saturating_add(limit);
+            if now_us > deadline {
+                f.stalled = true;
+                transport.abort(id);
+            } else {
+                // Due just after the deadline (a stall is "longer than" the timeout).
+                let due = deadline + 1;
+                earliest = Some(earliest.map_or(due, |e| e.min(due)));
+            }
+        }
+        earliest
+    }
+
+    fn dispatch_due(&mut self, now_us: u64, transport: &mut dyn Transport) -> Wake {
+        loop {
+            if self.stopped {
+                return self.end_if_drained();
+            }
+            if let Some(t) = self.step_gap_until {
+                if now_us < t {
+                    return Wake::At(t);
+                }
+                self.step_gap_until = None;
+            }
+            let Some(sched) = self.sched.as_mut() else {
+                let Some(&load) = self.cfg.load.value.steps.get(self.step) else {
+                    self.finished = true;
+                    return Wake::Finished;
+                };
+                let seed = seed_bytes(&mut self.seeds);
+                self.sched = Some(Scheduler::new(load, self.cfg.window.value, now_us, seed));
+                self.progress.step = (self.step, self.cfg.load.value.steps.len());
+                self.progress.dispatched = 0;
+                self.progress.planned = self.sched.as_ref().and_then(|s| s.planned_total());
+                self.progress.in_flight.1 = load.max_concurrency();
+                continue;
+            };
+            match sched.next(now_us) {
+                Next::Dispatch => self.dispatch(now_us, transport),
+                Next::WaitUntil(t) => return Wake::At(t),
+                Next::WaitForCompletion => return Wake::Event,
+                Next::Done => {
+                    if !self.in_flight.is_empty() {
+                        return Wake::Event;
+                    }
+                    self.sched = None;
+                    self.step += 1;
+                    if self.step >= self.cfg.load.value.steps.len() {
+                        self.finished = true;
+                        return Wake::Finished;
+                    }
+                    self.step_gap_until = Some(now_us + STEP_GAP_US);
+                }
+            }
+        }
+    }
+
+    fn end_if_drained(&mut self) -> Wake {
+        if self.in_flight.is_empty() {
+            self.finished = true;
+            Wake::Finished
+        } else {
+            Wake::Event
+        }
+    }
+
+    fn dispatch(&mut self, now_us: u64, transport: &mut dyn Transport) {
+        let Some(sched) = self.sched.as_mut() else {
+            return;
+        };
+        let d = sched.on_dispatch(now_us);
+        let index = self.next_index;
+        self.next_index += 1;
+        let cfg = &self.cfg;
+        let r = &mut self.plan_rng;
+        let (u1, z1, u2, z2) = (r.unit(), r.normal(), r.unit(), r.normal());
+        let prompt_tokens = cfg.prompt_len.value.sample(u1, z1);
+        let output_tokens = cfg.output_len.value.sample(u2, z2);
+        let nonce_seed = r.next_u64();
+        let nonce = cfg
+            .cache
+            .value
+            .nonce_prefix
+            .then(|| prompt::nonce(index, nonce_seed));
+        let text = prompt::build(prompt_tokens, &self.cal, nonce.as_deref(), index);
+        let spec = RequestSpec {
+            model: cfg.model.id.value.clone(),
+            prompt: text,
+            max_tokens: output_tokens,
+            enforcement: cfg.output_enforcement.value,
+            temperature: Some(cfg.sampling.value.temperature),
+            extra: cfg.sampling.value.extra.clone(),
+            nonce: None,
+            include_usage: true,
+            continuous_usage: self.continuous_usage,
+        };
+        let body = spec.body(self.dialect).to_string();
+        let mut timeline = RequestTimeline::new(
+            index,
+            self.step as u32,
+            self.dialect,
+            prompt_tokens,
+            output_tokens,
+            now_us,
+        );
+        timeline.set_arrival(d.intended_us, d.held_by_cap);
+        timeline.set_secrets(self.secrets.clone());
+        self.in_flight.insert(
+            index,
+            InFlight {
+                timeline,
+                last_activity_us: now_us,
+                stalled: false,
+            },
+        );
+        self.phases.push((index, d.phase));
+        self.progress.dispatched = sched.dispatched();
+        self.progress.in_flight.0 = sched.in_flight();
+        self.progress.held_by_cap += u32::from(d.held_by_cap);
+        self.progress.phase = Some(phase_name(d.phase).to_owned());
+        transport.send(&Outgoing {
+            id: index,
+            url: self.url.clone(),
+            body,
+        });
+    }
+
+    /// Response headers of request `id` arrived at `t_us`.
+    pub fn on_headers(&mut self, id: u32, t_us: u64, status: u16, content_type: Option<&str>) {
+        if let Some(f) = self.in_flight.get_mut(id) {
+            f.last_activity_us = f.last_activity_us.max(t_us);
+            f.timeline.on_headers(t_us, status, content_type);
+        }
+    }
+
+    /// Body bytes of request `id` arrived at `t_us`.
+    pub fn on_bytes(&mut self, id: u32, t_us: u64, bytes: &[u8]) {
+        if let Some(f) = self.in_flight.get_mut(id) {
+            f.last_activity_us = f.last_activity_us.max(t_us);
+            f.timeline.on_bytes(t_us, bytes);
+        }
+    }
+
+    /// Request `id` ended at `t_us`. A failure of a request the session aborted is
+    /// recorded as stalled (it aborted it for silence) or aborted (the user stopped the
+    /// run); any other failure as the host says.
+    pub fn on_end(&mut self, id: u32, t_us: u64, end: StreamEnd) {
+        let Some(f) = self.in_flight.remove(id) else {
+            return;
+        };
+        let end = match end {
+            StreamEnd::Failed(_) if f.stalled => StreamEnd::Failed(Outcome::Stalled {
+                timeout_us: self.cfg.load.value.stall_timeout_ms.saturating_mul(1000),
+            }),
+            StreamEnd::Failed(_) if self.stopped => StreamEnd::Failed(Outcome::Aborted),
+            e => e,
+        };
+        let rec = f.timeline.finish(t_us, end);
+        if let Some(s) = self.sched.as_mut() {
+            s.on_complete(t_us);
+            self.progress.in_flight.0 = s.in_flight();
+        }
+        if self.calibrate_from_usage {
+            if let Some(u) = rec.usage.filter(|u| u.prompt_tokens > 0) {
+                // The words that were sent, and what the server counted: re-derive the
+                // ratio over the calibration's intercept.
+                let words = u64::from(self.cal.words_for(rec.prompt_tokens_requested)).max(1);
+                let body = i64::try_from(u.prompt_tokens * 1000).unwrap_or(i64::MAX)
+                    - self.cal.intercept_milli;
+                self.cal.tokens_per_word_milli = u64::try_from(body.max(1)).unwrap_or(1) / words;
+                self.cal.tokens_per_word_milli = self.cal.tokens_per_word_milli.max(1);
+                self.cal.verified.clear();
+            }
+        }
+        self.progress.completed += 1;
+        let m = metrics::request_metrics(&rec);
+        if let Some(d) = m.decode_milli {
+            self.progress.decode.0 += d;
+            self.progress.decode.1 += 1;
+        }
+        if let Some(t) = m.ttft_us {
+            self.live.0.record(t);
+            self.progress.ttft_q = live_quantiles(&self.live.0);
+        }
+        if let Some(t) = m.tpot_us {
+            self.live.1.record(t);
+            self.progress.tpot_q = live_quantiles(&self.live.1);
+        }
+        if !rec.outcome.is_ok() {
+            *self.progress.errors.entry(rec.outcome.kind()).or_insert(0) += 1;
+        }
+        self.progress.tokens += rec.chunk_tokens();
+        self.records.push(rec);
+    }
+
+    /// Stops the run at `now_us`: nothing more is dispatched and every request in
+    /// flight is aborted (each still ends with a record, as aborted).
+    pub fn stop(&mut self, now_us: u64, transport: &mut dyn Transport) {
+        self.progress.now_us = now_us;
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        self.step_gap_until = None;
+        for (id, f) in self.in_flight.iter() {
+            if !f.stalled {
+                transport.abort(id);
+            }
+        }
+        if self.in_flight.is_empty() {
+            self.finished = true;
+            self.progress.finished = true;
+        }
+    }
+
+    /// Whether the user stopped the run.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Whether the run is over (every step done, or stopped and drained).
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Requests in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Live progress (tokens include those of requests still in flight).
+    pub fn progress(&self) -> Progress {
+        let mut p = self.progress.clone();
+        p.tokens += self
+            .in_flight
+            .iter()
+            .map(|(_, f)| f.timeline.tokens_so_far())
+            .sum::<u64>();
+        p
+    }
+
+    /// Records of the requests completed so far, in completion order (a checkpoint).
+    pub fn records(&self) -> &[RequestRecord] {
+        &self.records
+    }
+
+    /// The phase each dispatch was given, in dispatch order (the scheduler's view, which
+    /// [`metrics::classify`] reproduces from the records).
+    pub fn dispatch_phases(&self) -> &[(u32, Phase)] {
+        &self.phases
+    }
+
+    /// Ends the session at `now_us` and returns every record in dispatch order; a
+    /// request still in flight (the host gave up on it) is recorded as aborted.
+    pub fn finish(mut self, now_us: u64) -> Vec<RequestRecord> {
+        let left = std::mem::take(&mut self.in_flight);
+        for (_, f) in left.0 {
+            self.records.push(
+                f.timeline
+                    .finish(now_us, StreamEnd::Failed(Outcome::Aborted)),
+            );
+        }
+        let mut records = self.records;
+        crate::sort::sort_by_key(&mut records, |r| r.index);
+        records
+    }
+}
+
+fn seed_bytes(r: &mut Rng) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for c in out.chunks_mut(8) {
+        c.copy_from_slice(&r.next_u64().to_le_bytes());
+    }
+    out
+}
+
+/// The phase's name as shown in progress.
+pub fn phase_name(p: Phase) -> &'static str {
+    match p {
+        Phase::Warmup => "warm-up",
+        Phase::Measured => "measured",
+        Phase::Cooldown => "cool-down",
+    }
+}
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;

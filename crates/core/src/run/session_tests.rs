@@ -1,0 +1,693 @@
+//! The run session in virtual time, over a simulated transport: a server that answers
+//! every request with a stream of one-token SSE chunks (TTFT, then one token per TPOT),
+//! optionally stalling some requests. No clock, no network.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::metrics::{self, classify, ClientEnv, MetricsPlan, Phase};
+use crate::pins::{RawConfig, RawField, RunConfig};
+use crate::record::{Outcome, RequestRecord, StreamEnd};
+
+fn config(overrides: &[(&str, &str)]) -> RunConfig {
+    let mut r = RawConfig::default();
+    let base = [
+        ("endpoint_url", "http://127.0.0.1:8000"),
+        ("dialect", "completions"),
+        ("model_id", "sim"),
+        ("model_params", "8B"),
+        ("model_quant", "bf16"),
+        ("model_engine", "sim 1"),
+        ("prompt_tokens", "32"),
+        ("prompt_exactness", "approximate"),
+        ("output_tokens", "20"),
+        ("output_enforcement", "ignore_eos"),
+        ("load_mode", "closed"),
+        ("concurrency", "4"),
+        ("stall_timeout_s", "30"),
+        ("max_model_len", "4096"),
+        ("kv_capacity", "100000"),
+        ("max_num_seqs", "64"),
+        ("phases", "colocated"),
+        ("scheduling", "continuous"),
+        ("warmup", "2"),
+        ("measured", "10"),
+        ("cooldown", "2"),
+        ("nonce_prefix", "on"),
+        ("temperature", "0"),
+        ("sampling_extra", "{}"),
+    ];
+    for (name, text) in base.iter().chain(overrides) {
+        *r.field_mut(name).expect("field") = RawField::declared(*text);
+    }
+    RunConfig::try_from(&r).expect("pinned")
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Headers(u32),
+    Token(u32, u32),
+    Final(u32),
+    End(u32),
+    Failed(u32),
+}
+
+/// The simulated server and network.
+struct SimNet {
+    now: u64,
+    seq: u64,
+    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    /// Requests sent and not yet ended.
+    live: BTreeSet<u32>,
+    cancelled: BTreeSet<u32>,
+    sends: Vec<(u64, u32)>,
+    ttft_us: u64,
+    tpot_us: u64,
+    /// Requests that stop sending after this many tokens.
+    stall_after: BTreeMap<u32, u32>,
+    max_tokens: BTreeMap<u32, u32>,
+    /// Words in each request's prompt.
+    prompt_words: BTreeMap<u32, u64>,
+    /// Prompt tokens the server counts per prompt word, × 1000.
+    tokens_per_word_milli: u64,
+    /// Requests in flight right after each poll: (time, count).
+    live_after_poll: Vec<(u64, usize)>,
+    /// The session's progress just before its records were taken.
+    last_progress: Option<Progress>,
+}
+
+impl SimNet {
+    fn new(ttft_us: u64, tpot_us: u64) -> Self {
+        Self {
+            now: 1_000_000,
+            seq: 0,
+            events: BinaryHeap::new(),
+            live: BTreeSet::new(),
+            cancelled: BTreeSet::new(),
+            sends: Vec::new(),
+            ttft_us,
+            tpot_us,
+            stall_after: BTreeMap::new(),
+            max_tokens: BTreeMap::new(),
+            prompt_words: BTreeMap::new(),
+            tokens_per_word_milli: 1000,
+            live_after_poll: Vec::new(),
+            last_progress: None,
+        }
+    }
+
+    fn at(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse((t, self.seq, ev)));
+    }
+}
+
+impl Transport for SimNet {
+    fn send(&mut self, req: &Outgoing) {
+        let body: serde_json::Value = serde_json::from_str(&req.body).expect("JSON body");
+        let n = body["max_tokens"].as_u64().expect("max_tokens") as u32;
+        assert!(self.live.insert(req.id), "id {} sent twice", req.id);
+        self.sends.push((self.now, req.id));
+        self.max_tokens.insert(req.id, n);
+        let prompt = body["prompt"].as_str().expect("prompt");
+        self.prompt_words
+            .insert(req.id, prompt.split_whitespace().count() as u64);
+        let t = self.now;
+        self.at(t + self.ttft_us / 2, Ev::Headers(req.id));
+        let stop = self.stall_after.get(&req.id).copied().unwrap_or(n).min(n);
+        for i in 0..stop {
+            self.at(
+                t + self.ttft_us + u64::from(i) * self.tpot_us,
+                Ev::Token(req.id, i),
+            );
+        }
+        if stop == n {
+            let last = t + self.ttft_us + u64::from(n.saturating_sub(1)) * self.tpot_us;
+            self.at(last + 100, Ev::Final(req.id));
+            self.at(last + 200, Ev::End(req.id));
+        }
+    }
+
+    fn abort(&mut self, id: u32) {
+        if self.live.contains(&id) && self.cancelled.insert(id) {
+            let t = self.now;
+            self.at(t, Ev::Failed(id));
+        }
+    }
+}
+
+fn sse(json: serde_json::Value) -> Vec<u8> {
+    format!("data: {json}\n\n").into_bytes()
+}
+
+/// Runs the session to the end (or stops it at `stop_at`); returns the records.
+fn drive(
+    mut s: RunSession,
+    net: &mut SimNet,
+    stop_at: Option<u64>,
+) -> (Vec<RequestRecord>, Vec<(u32, Phase)>) {
+    let mut wake = s.poll(net.now, net);
+    net.live_after_poll.push((net.now, net.live.len()));
+    let mut stopped = false;
+    for _ in 0..10_000_000 {
+        if wake == Wake::Finished {
+            break;
+        }
+        let next_ev = net.events.peek().map(|Reverse((t, _, _))| *t);
+        let mut t = match (wake, next_ev) {
+            (Wake::At(a), Some(e)) => a.min(e),
+            (Wake::At(a), None) => a,
+            (Wake::Event, Some(e)) => e,
+            (Wake::Event, None) => panic!("the session waits for an event that cannot come"),
+            (Wake::Finished, _) => unreachable!(),
+        };
+        if let Some(st) = stop_at.filter(|&st| !stopped && st <= t) {
+            t = st;
+            net.now = t;
+            stopped = true;
+            s.stop(t, net);
+            wake = s.poll(t, net);
+            continue;
+        }
+        assert!(t >= net.now, "time never goes back");
+        net.now = t;
+        while let Some(Reverse((te, _, ev))) = net.events.peek().copied() {
+            if te > t {
+                break;
+            }
+            net.events.pop();
+            let id = match ev {
+                Ev::Headers(id)
+                | Ev::Token(id, _)
+                | Ev::Final(id)
+                | Ev::End(id)
+                | Ev::Failed(id) => id,
+            };
+            if net.cancelled.contains(&id) && !matches!(ev, Ev::Failed(_)) {
+                continue;
+            }
+            match ev {
+                Ev::Headers(id) => s.on_headers(id, t, 200, Some("text/event-stream")),
+                Ev::Token(id, i) => {
+                    let n = net.max_tokens[&id];
+                    let finish = if i + 1 == n {
+                        serde_json::json!("length")
+                    } else {
+                        serde_json::Value::Null
+                    };
+                    s.on_bytes(id, t, &sse(serde_json::json!({"id": format!("cmpl-{id}"), "choices": [{"index": 0, "text": " tok", "finish_reason": finish}]})));
+                }
+                Ev::Final(id) => {
+                    let n = net.max_tokens[&id];
+                    let p = net.prompt_words[&id] * net.tokens_per_word_milli / 1000;
+                    let mut b = sse(
+                        serde_json::json!({"id": format!("cmpl-{id}"), "choices": [], "usage": {"prompt_tokens": p, "completion_tokens": n}}),
+                    );
+                    b.extend_from_slice(b"data: [DONE]\n\n");
+                    s.on_bytes(id, t, &b);
+                }
+                Ev::End(id) => {
+                    net.live.remove(&id);
+                    s.on_end(id, t, StreamEnd::Eof);
+                }
+                Ev::Failed(id) => {
+                    net.live.remove(&id);
+                    s.on_end(
+                        id,
+                        t,
+                        StreamEnd::Failed(Outcome::Network {
+                            message: "aborted".into(),
+                        }),
+                    );
+                }
+            }
+        }
+        wake = s.poll(t, net);
+        net.live_after_poll.push((t, net.live.len()));
+    }
+    assert_eq!(wake, Wake::Finished, "the run ends");
+    let phases = s.dispatch_phases().to_vec();
+    net.last_progress = Some(s.progress());
+    let now = net.now;
+    (s.finish(now), phases)
+}
+
+/// Every dispatched request yields exactly one record, with its index.
+fn assert_one_record_each(net: &SimNet, records: &[RequestRecord]) {
+    let sent: Vec<u32> = net.sends.iter().map(|s| s.1).collect();
+    let got: Vec<u32> = records.iter().map(|r| r.index).collect();
+    assert_eq!(got, sent, "one record per dispatch, in dispatch order");
+    assert!(net.live.is_empty(), "nothing left in flight");
+}
+
+fn step_records(records: &[RequestRecord], step: u32) -> Vec<&RequestRecord> {
+    records.iter().filter(|r| r.step == step).collect()
+}
+
+/// The scheduler's phase of every dispatch equals `classify`'s over the records.
+fn assert_phases_agree(cfg: &RunConfig, records: &[RequestRecord], phases: &[(u32, Phase)]) {
+    let by_index: BTreeMap<u32, Phase> = phases.iter().copied().collect();
+    for step in 0..cfg.load.value.steps.len() as u32 {
+        let recs = step_records(records, step);
+        let classified = classify(&recs, &cfg.window.value);
+        for (r, c) in recs.iter().zip(&classified) {
+            assert_eq!(
+                by_index[&r.index], *c,
+                "request {} (sent at {})",
+                r.index, r.t_send_us
+            );
+        }
+    }
+}
+
+#[test]
+fn closed_loop_keeps_exactly_n_in_flight() {
+    let cfg = config(&[
+        ("concurrency", "4"),
+        ("warmup", "3"),
+        ("measured", "20"),
+        ("cooldown", "4"),
+    ]);
+    let s = RunSession::new(cfg.clone(), Calibration::default(), [7; 32], 1_000_000);
+    let mut net = SimNet::new(40_000, 5_000);
+    let (records, phases) = drive(s, &mut net, None);
+    assert_one_record_each(&net, &records);
+    assert_eq!(records.len(), 27);
+    assert!(records
+        .iter()
+        .all(|r| r.outcome.is_ok() && r.output_tokens() == 20));
+    let last_send = net.sends.last().expect("sends").0;
+    for &(t, live) in &net.live_after_poll {
+        assert!(live <= 4, "{live} in flight at {t}");
+        if t < last_send {
+            assert_eq!(
+                live, 4,
+                "exactly 4 in flight at {t}, before the last dispatch"
+            );
+        }
+    }
+    assert_phases_agree(&cfg, &records, &phases);
+    let n = |p| phases.iter().filter(|x| x.1 == p).count();
+    assert_eq!(
+        (n(Phase::Warmup), n(Phase::Measured), n(Phase::Cooldown)),
+        (3, 20, 4)
+    );
+    // The live quantiles cover every completed request: oracle on the sorted values.
+    let p = net.last_progress.clone().expect("progress");
+    assert_eq!(p.completed, 27);
+    let oracle = |f: fn(&metrics::RequestMetrics) -> Option<u64>| {
+        let mut v: Vec<u64> = records
+            .iter()
+            .filter_map(|r| f(&metrics::request_metrics(r)))
+            .collect();
+        v.sort_unstable();
+        LIVE_QUANTILES.map(|q| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1])
+    };
+    let close = |got: [u64; 3], want: [u64; 3]| {
+        got.iter()
+            .zip(want)
+            .all(|(g, w)| g.abs_diff(w) <= w / 100 + 1)
+    };
+    let (ttft, tpot) = (p.ttft_q.expect("ttft"), p.tpot_q.expect("tpot"));
+    assert!(close(ttft, oracle(|m| m.ttft_us)), "{ttft:?}");
+    assert!(close(tpot, oracle(|m| m.tpot_us)), "{tpot:?}");
+}
+
+/// The example: closed loop, c=1, warm-up 1 request, measured 10 s, cool-down
+/// 5 s, requests of 2 s. The measured window starts at the first measured send (2 s),
+/// so it holds the sends at 2, 4, 6, 8 and 10 s — in the scheduler and in `classify`.
+#[test]
+fn timed_window_after_counted_warmup_starts_at_the_first_measured_send() {
+    let cfg = config(&[
+        ("concurrency", "1"),
+        ("warmup", "1"),
+        ("measured", "10s"),
+        ("cooldown", "5s"),
+        ("output_tokens", "20"),
+    ]);
+    let s = RunSession::new(cfg.clone(), Calibration::default(), [1; 32], 0);
+    // TTFT 100 ms + 19 × 100 ms + 200 µs of trailer: one request ≈ 2 s.
+    let mut net = SimNet::new(100_000, 100_000);
+    let (records, phases) = drive(s, &mut net, None);
+    assert_one_record_each(&net, &records);
+    assert_phases_agree(&cfg, &records, &phases);
+    let measured: Vec<u64> = phases
+        .iter()
+        .filter(|p| p.1 == Phase::Measured)
+        .map(|p| net.sends[p.0 as usize].0 - net.sends[0].0)
+        .collect();
+    assert_eq!(measured.len(), 5, "{measured:?}");
+    assert!(
+        measured[0] >= 2_000_000 && measured[0] < 2_100_000,
+        "{measured:?}"
+    );
+}
+
+fn inter_arrival_cv(sends: &[(u64, u32)]) -> (f64, f64) {
+    let gaps: Vec<f64> = sends.windows(2).map(|w| (w[1].0 - w[0].0) as f64).collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
+    (mean, var.sqrt() / mean)
+}
+
+#[test]
+fn open_loop_poisson_and_gamma_arrivals() {
+    for (arrival, want_cv) in [("poisson", 1.0), ("gamma(0.25)", 2.0), ("gamma(4)", 0.5)] {
+        let cfg = config(&[
+            ("load_mode", "open"),
+            ("rate_rps", "5"),
+            ("arrival", arrival),
+            ("in_flight_cap", "1000"),
+            ("warmup", "0"),
+            ("measured", "400s"),
+            ("cooldown", "0"),
+        ]);
+        let s = RunSession::new(cfg.clone(), Calibration::default(), [3; 32], 0);
+        let mut net = SimNet::new(50_000, 10_000);
+        let (records, phases) = drive(s, &mut net, None);
+        assert_one_record_each(&net, &records);
+        assert_phases_agree(&cfg, &records, &phases);
+        let (mean, cv) = inter_arrival_cv(&net.sends);
+        assert!(
+            (mean - 200_000.0).abs() < 0.1 * 200_000.0,
+            "{arrival}: mean gap {mean} µs at 5 req/s"
+        );
+        assert!(
+            (cv - want_cv).abs() < 0.15 * want_cv,
+            "{arrival}: CV {cv}, want {want_cv}"
+        );
+        // Nothing held back: every request was sent when it was due.
+        assert!(records
+            .iter()
+            .all(|r| r.t_intended_us == Some(r.t_send_us) && !r.held_by_cap));
+    }
+}
+
+/// Coordinated omission: 10 req/s offered, cap 4, requests of ~1 s. The cap binds; the
+/// step shows offered against achieved and the latency from the intended arrival; the
+/// client verdict says so.
+#[test]
+fn open_loop_cap_shows_queueing_instead_of_hiding_it() {
+    let cfg = config(&[
+        ("load_mode", "open"),
+        ("rate_rps", "10"),
+        ("arrival", "poisson"),
+        ("in_flight_cap", "4"),
+        ("warmup", "0"),
+        ("measured", "30s"),
+        ("cooldown", "0"),
+        ("output_tokens", "20"),
+    ]);
+    let s = RunSession::new(cfg.clone(), Calibration::default(), [9; 32], 0);
+    let mut net = SimNet::new(50_000, 50_000);
+    let (records, phases) = drive(s, &mut net, None);
+    assert_one_record_each(&net, &records);
+    assert_phases_agree(&cfg, &records, &phases);
+    assert!(records
+        .iter()
+        .all(|r| r.t_intended_us.is_some_and(|t| t <= r.t_send_us)));
+    let summary =
+        metrics::summarize(&records, &MetricsPlan::from_config(&cfg, None)).expect("summary");
+    let step = &summary.steps[0];
+    let o = step.open_loop.expect("open-loop figures");
+    assert_eq!(o.offered_rate_milli, 10_000);
+    let achieved = o.achieved_rate_milli.expect("achieved") as f64 / 1000.0;
+    // 4 in flight, each ~1.0 s: ~4 req/s served of 10 offered.
+    assert!((3.5..4.5).contains(&achieved), "achieved {achieved} req/s");
+    let arrival = o.arrival_rate_milli.expect("arrival rate") as f64 / 1000.0;
+    assert!((8.0..12.0).contains(&arrival), "arrivals {arrival} req/s");
+    assert!(
+        o.held_by_cap * 2 > o.arrivals,
+        "{} of {} held",
+        o.held_by_cap,
+        o.arrivals
+    );
+    let from_send = step.ttft_us.expect("ttft");
+    let from_arrival = o.ttft_from_arrival_us.expect("ttft from arrival");
+    assert!(
+        from_send.p99 < 60_000,
+        "TTFT from the send is flat: {from_send:?}"
+    );
+    assert!(
+        from_arrival.p50 > 1_000_000,
+        "TTFT from the arrival shows the queue: {from_arrival:?}"
+    );
+    let env = ClientEnv {
+        timer_resolution_us: 5,
+        cross_origin_isolated: true,
+        event_loop_lag_p99_us: 0,
+        event_loop_lag_max_us: 0,
+        host: None,
+        clock_epoch_us: None,
+    };
+    let v = metrics::client_verdict(&records, &summary, env, false);
+    assert!(v.invalid);
+    assert!(
+        v.findings
+            .iter()
+            .any(|f| f.contains("held back") && f.contains("offered 10 req/s")),
+        "{:?}",
+        v.findings
+    );
+}
+
+#[test]
+fn a_sweep_runs_its_steps_in_order() {
+    let cfg = config(&[
+        ("concurrency", "1,4"),
+        ("warmup", "1"),
+        ("measured", "8"),
+        ("cooldown", "1"),
+    ]);
+    let s = RunSession::new(cfg.clone(), Calibration::default(), [5; 32], 0);
+    let mut net = SimNet::new(30_000, 2_000);
+    let (records, phases) = drive(s, &mut net, None);
+    assert_one_record_each(&net, &records);
+    assert_phases_agree(&cfg, &records, &phases);
+    let (a, b) = (step_records(&records, 0), step_records(&records, 1));
+    assert_eq!((a.len(), b.len()), (10, 10));
+    let a_end = a.iter().map(|r| r.t_end_us()).max().expect("end");
+    let b_start = b.iter().map(|r| r.t_send_us).min().expect("start");
+    assert!(
+        b_start >= a_end + STEP_GAP_US,
+        "step 1 starts after step 0 drained and the gap"
+    );
+    let max_live = |from: u64, to: u64| {
+        net.live_after_poll
+            .iter()
+            .filter(|p| p.0 >= from && p.0 <= to)
+            .map(|p| p.1)
+            .max()
+            .unwrap_or(0)
+    };
+    assert_eq!(max_live(0, a_end), 1);
+    assert_eq!(max_live(b_start, u64::MAX), 4);
+}
+
+#[test]
+fn stop_aborts_what_is_in_flight_and_sends_nothing_more() {
+    let cfg = config(&[
+        ("concurrency", "4"),
+        ("warmup", "0"),
+        ("measured", "60s"),
+        ("cooldown", "0"),
+    ]);
+    let s = RunSession::new(cfg, Calibration::default(), [2; 32], 0);
+    let mut net = SimNet::new(40_000, 10_000);
+    let start = net.now;
+    let (records, _) = drive(s, &mut net, Some(start + 3_000_000));
+    assert_one_record_each(&net, &records);
+    assert!(
+        net.sends.iter().all(|s| s.0 <= start + 3_000_000),
+        "nothing sent after Stop"
+    );
+    let aborted = records
+        .iter()
+        .filter(|r| r.outcome == Outcome::Aborted)
+        .count();
+    assert_eq!(aborted, 4, "the 4 in flight at Stop end as aborted");
+    assert!(records.len() > 4);
+}
+
+#[test]
+fn a_stalled_request_is_abandoned_after_the_timeout_and_the_run_goes_on() {
+    let cfg = config(&[
+        ("concurrency", "2"),
+        ("warmup", "0"),
+        ("measured", "10"),
+        ("cooldown", "0"),
+        ("stall_timeout_s", "1"),
+    ]);
+    let s = RunSession::new(cfg, Calibration::default(), [4; 32], 0);
+    let mut net = SimNet::new(40_000, 10_000);
+    net.stall_after.insert(3, 5);
+    let (records, _) = drive(s, &mut net, None);
+    assert_one_record_each(&net, &records);
+    let r = &records[3];
+    assert_eq!(
+        r.outcome,
+        Outcome::Stalled {
+            timeout_us: 1_000_000
+        }
+    );
+    let last_byte = r.chunks.last().expect("5 tokens came").t_us;
+    let waited = r.t_done_us.expect("ended") - last_byte;
+    assert!(
+        (1_000_000..1_000_100).contains(&waited),
+        "abandoned {waited} µs after the last byte"
+    );
+    assert_eq!(records.iter().filter(|r| r.outcome.is_ok()).count(), 9);
+}
+
+#[test]
+fn usage_calibration_makes_prompts_exact_after_the_first_answer() {
+    let cfg = config(&[
+        ("prompt_exactness", "usage_calibrated"),
+        ("prompt_tokens", "64"),
+        ("nonce_prefix", "off"),
+        ("concurrency", "1"),
+    ]);
+    let s = RunSession::new(cfg, Calibration::default(), [6; 32], 0);
+    let mut net = SimNet::new(10_000, 1_000);
+    // This server's tokenizer gives half a token per prompt word.
+    net.tokens_per_word_milli = 500;
+    let (records, _) = drive(s, &mut net, None);
+    let got: Vec<u64> = records
+        .iter()
+        .map(|r| r.usage.expect("usage").prompt_tokens)
+        .collect();
+    assert_eq!(got[0], 32, "before calibration: 64 words, 32 tokens");
+    assert!(got[1..].iter().all(|&n| n == 64), "after: {got:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    /// For every mix of counted and timed spans, closed or open loop, the phase the
+    /// scheduler gave each dispatch is the one `classify` gives its record.
+    #[test]
+    fn scheduler_phases_agree_with_classify(
+        spans in proptest::collection::vec((any::<bool>(), 0u32..5, 0u64..1500), 3),
+        open in any::<bool>(),
+        conc in 1u32..4,
+        rate in 2u32..30,
+        ttft_ms in 5u64..200,
+        tpot_ms in 1u64..30,
+        seed in any::<u8>(),
+    ) {
+        let mut spans = spans;
+        // A measured window holds at least one request or a duration.
+        spans[1].1 = spans[1].1.max(1);
+        spans[1].2 = spans[1].2.max(100);
+        let text: Vec<String> = spans
+            .iter()
+            .map(|&(timed, n, ms)| if timed { format!("{}s", ms as f64 / 1000.0) } else { n.to_string() })
+            .collect();
+        let load: Vec<(&str, String)> = if open {
+            vec![("load_mode", "open".into()), ("rate_rps", rate.to_string()), ("arrival", "poisson".into()), ("in_flight_cap", conc.to_string())]
+        } else {
+            vec![("concurrency", conc.to_string())]
+        };
+        let mut o: Vec<(&str, &str)> = vec![("warmup", &text[0]), ("measured", &text[1]), ("cooldown", &text[2]), ("output_tokens", "6")];
+        o.extend(load.iter().map(|(k, v)| (*k, v.as_str())));
+        let cfg = config(&o);
+        let s = RunSession::new(cfg.clone(), Calibration::default(), [seed; 32], 0);
+        let mut net = SimNet::new(ttft_ms * 1000, tpot_ms * 1000);
+        let (records, phases) = drive(s, &mut net, None);
+        assert_one_record_each(&net, &records);
+        assert_phases_agree(&cfg, &records, &phases);
+        // A counted measured window holds exactly its count.
+        if !spans[1].0 {
+            prop_assert_eq!(phases.iter().filter(|p| p.1 == Phase::Measured).count() as u32, spans[1].1);
+        }
+    }
+}
+
+/// Records the bodies sent; answers nothing.
+#[derive(Default)]
+struct Bodies(Vec<serde_json::Value>);
+
+impl Transport for Bodies {
+    fn send(&mut self, req: &Outgoing) {
+        self.0
+            .push(serde_json::from_str(&req.body).expect("JSON body"));
+    }
+    fn abort(&mut self, _id: u32) {}
+}
+
+#[test]
+fn continuous_usage_is_requested_when_the_engine_pin_is_vllm() {
+    for (engine, continuous) in [
+        ("vLLM 0.11.0", true),
+        ("sim 1", false),
+        ("SGLang 0.5", false),
+    ] {
+        let cfg = config(&[("model_engine", engine)]);
+        let mut s = RunSession::new(cfg, Calibration::default(), [7; 32], 0);
+        let mut net = Bodies::default();
+        s.poll(0, &mut net);
+        let body = net.0.first().expect("a request was sent");
+        assert_eq!(body["stream_options"]["include_usage"], true, "{engine}");
+        assert_eq!(
+            body["stream_options"]["continuous_usage_stats"].as_bool(),
+            continuous.then_some(true),
+            "{engine}"
+        );
+    }
+}
+
+/// The worker's progress message reads back as it was written, with every optional member
+/// set or not, and what is not a progress is refused.
+#[test]
+fn progress_reads_back_as_written() {
+    let mut full = Progress {
+        step: (1, 3),
+        dispatched: 40,
+        completed: 38,
+        planned: Some(96),
+        in_flight: (2, 8),
+        tokens: 1 << 40,
+        started_us: 5,
+        now_us: u64::MAX,
+        phase: Some("measured".into()),
+        errors: BTreeMap::new(),
+        decode: (123_456, 7),
+        held_by_cap: 3,
+        finished: true,
+        ttft_q: Some([1, 2, 3]),
+        tpot_q: Some([4, 5, u64::MAX]),
+    };
+    full.errors.insert("timeout".into(), 2);
+    full.errors.insert("http 503".into(), u32::MAX);
+    for p in [full, Progress::default()] {
+        let text = serde_json::to_string(&p).expect("ser");
+        let back: Progress = serde_json::from_str(&text).expect(&text);
+        assert_eq!(back, p, "{text}");
+    }
+    // Members serde treats as optional may be missing.
+    let mut v = serde_json::to_value(Progress::default()).expect("ser");
+    for k in ["planned", "phase", "ttft_q", "tpot_q"] {
+        v.as_object_mut().expect("object").remove(k);
+    }
+    assert_eq!(
+        serde_json::from_value::<Progress>(v.clone()).expect("reads"),
+        Progress::default()
+    );
+    for (k, bad) in [
+        ("completed", serde_json::json!(-1)),
+        ("completed", serde_json::json!(4_294_967_296u64)),
+        ("step", serde_json::json!([1])),
+        ("ttft_q", serde_json::json!([1, 2])),
+        ("errors", serde_json::json!({"timeout": "2"})),
+        ("finished", serde_json::json!(1)),
+        ("phase", serde_json::json!(3)),
+    ] {
+        let mut w = v.clone();
+        w[k] = bad;
+        assert!(serde_json::from_value::<Progress>(w).is_err(), "{k}");
+    }
+    assert!(serde_json::from_str::<Progress>("[]").is_err());
+}
