@@ -397,7 +397,7 @@ fn a_calibration_reads_as_serde_reads_it() {
     let docs = common::mutations(bases, &[], |_| true);
     let (mut accepted, mut refused) = (0, 0);
     for doc in &docs {
-        let ours = pinbench::core::share::read::calibration(doc);
+        let ours = pinbench::core::prompt::read_calibration(doc);
         let derived = serde_json::from_value::<Calibration>(doc.clone());
         match (&ours, &derived) {
             (Ok(a), Ok(b)) => {

@@ -63,7 +63,7 @@ impl<'de> Deserialize<'de> for RunRequest {
             let m = v.as_object().ok_or("a run request is an object")?;
             Ok(RunRequest {
                 cfg: field(m, "cfg", crate::core::pins::read::run_config)?,
-                calibration: field(m, "calibration", crate::core::share::read::calibration)?,
+                calibration: field(m, "calibration", crate::core::prompt::read_calibration)?,
                 api_key: optional(m, "api_key", string)?,
                 extra_header: optional(m, "extra_header", |v| pair(v, string))?,
                 seed: field(m, "seed", |v| {

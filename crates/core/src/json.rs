@@ -100,7 +100,7 @@ impl<'de> Visitor<'de> for TaggedVisitor {
                 if rest.len() > 1 {
                     rest.push(b',');
                 }
-                crate::sign::write_canonical_str(&mut rest, &key);
+                write_canonical_str(&mut rest, &key);
                 rest.push(b':');
                 rest.extend_from_slice(value.get().as_bytes());
             }
@@ -146,3 +146,41 @@ macro_rules! tagged_deserialize {
         }
     };
 }
+
+/// Writes a string as RFC 8785 wants it (JSON's minimal escapes, lowercase `\u00xx`).
+pub fn write_canonical_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: Option<&[u8]> = match b {
+            b'"' => Some(b"\\\""),
+            b'\\' => Some(b"\\\\"),
+            0x08 => Some(b"\\b"),
+            0x09 => Some(b"\\t"),
+            0x0a => Some(b"\\n"),
+            0x0c => Some(b"\\f"),
+            0x0d => Some(b"\\r"),
+            0x00..=0x1f => None,
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        match esc {
+            Some(e) => out.extend_from_slice(e),
+            None => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xf)]);
+            }
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// The largest integer JSON carries exactly (2^53 − 1): larger ones are refused as pins
+/// and counts, since JavaScript and RFC 8785 would round them.
+pub const MAX_JSON_INTEGER: u64 = (1 << 53) - 1;
+

@@ -1,6 +1,5 @@
 //! The run configuration: the pins (types, raw form and share link, parsing, fit check).
 
-pub mod behaviour;
 pub mod claim;
 pub mod pins;
 pub mod probe;

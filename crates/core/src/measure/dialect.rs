@@ -255,7 +255,7 @@ fn parse_usage(v: &Value) -> Result<Usage, DialectError> {
     let opt_u64 = |v: Option<&Value>, what: &str| {
         opt_u64(v, what)?
             .map(|n| {
-                (n <= crate::pins::MAX_JSON_INTEGER)
+                (n <= crate::json::MAX_JSON_INTEGER)
                     .then_some(n)
                     .ok_or_else(|| shape(format!("{what} is {n}, beyond 2^53")))
             })

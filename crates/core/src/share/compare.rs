@@ -8,7 +8,7 @@ use crate::decimal::{fixed, Fixed, Shortest};
 use crate::metrics::Summary;
 use crate::pins::PinId;
 use crate::report::Report;
-use crate::view::{self, PinRow, PinStatus};
+use crate::rows::{self as view, PinRow, PinStatus};
 
 /// Relative tolerance on measured mean prompt/output lengths.
 pub const LENGTH_TOLERANCE: f64 = 0.02;
@@ -111,7 +111,7 @@ impl Subject {
         let mut numbers = Vec::new();
         let multi = steps.len() > 1;
         for s in steps {
-            for rec in view::measured_ok(r, s.step) {
+            for rec in crate::report::measured_ok(r, s.step) {
                 if let Some(u) = rec.usage {
                     pt += u.prompt_tokens;
                 }

@@ -35,7 +35,7 @@ use crate::dialect::Usage;
 use crate::metrics::{self, MetricsPlan, StepSummary};
 use crate::pins::{LoadStep, PinId, Span, WindowPlan};
 use crate::record::{self, Anomalies, Outcome, RequestRecord, TokenCounts};
-use crate::view::{PinRow, PinStatus};
+use crate::rows::{PinRow, PinStatus};
 
 /// Why a file could not be imported.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -6,7 +6,6 @@
 //! text (a property test checks it), and it rejects what `serde_json` rejects plus
 //! duplicate keys and integers beyond 2^53 (which a signature could not cover exactly).
 
-use crate::sign::CanonicalDoc;
 
 /// Nesting limit (as `serde_json`'s).
 pub const MAX_DEPTH: usize = 128;
@@ -35,6 +34,25 @@ struct Parser<'a> {
     depth: usize,
     /// Reused while reordering an object's members.
     scratch: Vec<u8>,
+}
+
+/// A document's canonical bytes, with where each top-level member's value sits in them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CanonicalDoc {
+    /// RFC 8785 bytes.
+    pub bytes: Vec<u8>,
+    /// Top-level member name → byte range of its value (itself canonical).
+    pub members: Vec<(String, std::ops::Range<usize>)>,
+}
+
+impl CanonicalDoc {
+    /// The canonical bytes of a top-level member's value.
+    pub fn member(&self, name: &str) -> Option<&[u8]> {
+        self.members
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, r)| &self.bytes[r.clone()])
+    }
 }
 
 /// Canonicalises JSON text; top-level members named in `skip` are left out, and the byte
@@ -414,7 +432,7 @@ fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 fn write_str(out: &mut Vec<u8>, s: &str) {
-    crate::sign::write_canonical_str(out, s);
+    crate::json::write_canonical_str(out, s);
 }
 
 #[cfg(test)]

@@ -8,5 +8,6 @@ pub mod jcs;
 pub mod merge;
 pub mod read;
 pub mod report;
+pub mod rows;
 pub mod sign;
 pub mod viewer;

@@ -33,7 +33,6 @@ use crate::pins::read::{
     self as r, boolean, defaulted, field, integers, invalid, list, object, optional, pair, string,
     uint32, uint64, R,
 };
-use crate::prompt::Calibration;
 use crate::record::{chunk_codec, Anomalies, Outcome, RequestRecord, TokenCounts, WireTiming};
 use crate::report::{
     Checkpoint, ProbeSnapshot, Report, ReportBody, SignatureBlock, StoredSummary, Tool,
@@ -517,18 +516,6 @@ fn anomalies(v: &Value) -> R<Anomalies> {
         events_after_done: defaulted(m, "events_after_done", uint32)?,
         truncated_event: defaulted(m, "truncated_event", boolean)?,
         bad_optional_fields: defaulted(m, "bad_optional_fields", uint32)?,
-    })
-}
-
-/// A prompt calibration (part of the run worker's request).
-pub fn calibration(v: &Value) -> R<Calibration> {
-    let m = object(v, &["intercept_milli", "tokens_per_word_milli", "verified"])?;
-    Ok(Calibration {
-        intercept_milli: field(m, "intercept_milli", |v| {
-            v.as_i64().ok_or_else(|| invalid(v, "i64"))
-        })?,
-        tokens_per_word_milli: field(m, "tokens_per_word_milli", uint64)?,
-        verified: defaulted(m, "verified", |v| list(v, |v| pair(v, uint32)))?,
     })
 }
 

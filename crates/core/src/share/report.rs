@@ -77,10 +77,10 @@ pub struct Tool {
 }
 
 impl Tool {
-    /// This build of pinbench.
+    /// This build of pinbench (the core's version is the workspace's, one for every crate).
     pub fn this() -> Self {
         Self {
-            name: env!("CARGO_PKG_NAME").into(),
+            name: "pinbench".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         }
     }
@@ -793,6 +793,23 @@ fn recompute_unbudgeted(report: &Report) -> Result<(Summary, Vec<Mismatch>), Rep
 fn to_value<T: Serialize>(v: &T) -> Result<Value, ReportError> {
     let text = serde_json::to_string(v).map_err(|e| ReportError::Json(e.to_string()))?;
     serde_json::from_str(&text).map_err(|e| ReportError::Json(e.to_string()))
+}
+
+/// The measured, successful records of one step, in dispatch order.
+pub fn measured_ok(report: &Report, step: u32) -> Vec<&RequestRecord> {
+    let mut recs: Vec<&RequestRecord> = report
+        .body
+        .records
+        .iter()
+        .filter(|r| r.step == step)
+        .collect();
+    crate::sort::sort_by_key(&mut recs, |r| r.index);
+    let phases = crate::metrics::classify(&recs, &report.body.config.window.value);
+    recs.into_iter()
+        .zip(phases)
+        .filter(|(r, p)| *p == crate::metrics::Phase::Measured && r.outcome.is_ok())
+        .map(|(r, _)| r)
+        .collect()
 }
 
 #[cfg(test)]

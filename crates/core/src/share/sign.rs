@@ -45,24 +45,7 @@ pub fn canonical_doc<T: serde::Serialize>(
     crate::jcs::canonicalize(&text, skip).map_err(|e| SignError::Canonical(e.to_string()))
 }
 
-/// A document's canonical bytes, with where each top-level member's value sits in them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CanonicalDoc {
-    /// RFC 8785 bytes.
-    pub bytes: Vec<u8>,
-    /// Top-level member name → byte range of its value (itself canonical).
-    pub members: Vec<(String, std::ops::Range<usize>)>,
-}
-
-impl CanonicalDoc {
-    /// The canonical bytes of a top-level member's value.
-    pub fn member(&self, name: &str) -> Option<&[u8]> {
-        self.members
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, r)| &self.bytes[r.clone()])
-    }
-}
+pub use crate::jcs::CanonicalDoc;
 
 /// RFC 8785 (JCS) canonical form of a parsed value, written in one pass with no copy of
 /// the value: object members sorted by UTF-16 code units, strings with JSON's minimal
@@ -171,38 +154,8 @@ fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
     }
 }
 
-/// Writes a string as RFC 8785 wants it (JSON's minimal escapes, lowercase `\u00xx`).
-pub fn write_canonical_str(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc: Option<&[u8]> = match b {
-            b'"' => Some(b"\\\""),
-            b'\\' => Some(b"\\\\"),
-            0x08 => Some(b"\\b"),
-            0x09 => Some(b"\\t"),
-            0x0a => Some(b"\\n"),
-            0x0c => Some(b"\\f"),
-            0x0d => Some(b"\\r"),
-            0x00..=0x1f => None,
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[start..i]);
-        match esc {
-            Some(e) => out.extend_from_slice(e),
-            None => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(b >> 4)]);
-                out.push(HEX[usize::from(b & 0xf)]);
-            }
-        }
-        start = i + 1;
-    }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
-}
+pub use crate::json::write_canonical_str;
+
 
 /// Fingerprint of a public key: `ed25519:` + hex of SHA-256(key)[..16].
 pub fn key_id(public_key: &[u8; 32]) -> String {

@@ -180,9 +180,7 @@ pub fn parse_param_count(t: &str) -> Option<u64> {
         .filter(|&v| v > 0 && v <= MAX_JSON_INTEGER)
 }
 
-/// Largest integer a JSON report stores exactly (2^53 − 1): pins beyond it are refused at
-/// the gate, not when the report is signed.
-pub const MAX_JSON_INTEGER: u64 = (1 << 53) - 1;
+pub use crate::json::MAX_JSON_INTEGER;
 
 /// Request fields pinbench sets itself: `sampling_extra` may not override them (the
 /// report would misstate what ran). `n`, `best_of` and beam search multiply generation.

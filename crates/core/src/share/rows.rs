@@ -1,0 +1,243 @@
+//! The pins of a run as rows (a field, its value as text, where it came from, whether it is
+//! pinned) and the two number formats every row and card uses: what reports, cards,
+//! imports and comparisons list, and what the viewer shows (`present::view` re-exports
+//! them). Below both, so that `share` never depends on `present`.
+
+use std::fmt::Write as _;
+
+use crate::decimal::{fixed, Fixed, Shortest};
+use crate::pins::{wire_name, PinId, Provenance, RunConfig};
+
+/// Whether a pin has a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PinStatus {
+    /// A value, declared, probed or measured.
+    Pinned,
+    /// The server does not say, and the run said so explicitly.
+    Undisclosed,
+    /// The source leaves it free (imports from other tools).
+    Unpinned,
+}
+
+impl PinStatus {
+    /// Short label.
+    pub fn label(self) -> &'static str {
+        match self {
+            PinStatus::Pinned => "pinned",
+            PinStatus::Undisclosed => "undisclosed",
+            PinStatus::Unpinned => "unpinned",
+        }
+    }
+}
+
+/// One pin field as the viewer lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PinRow {
+    /// The pin it belongs to.
+    pub pin: PinId,
+    /// Stable field key (`model.params`, `load`, …), used in test ids and comparisons.
+    pub key: &'static str,
+    /// Human label.
+    pub label: &'static str,
+    /// The value as text (empty when unpinned).
+    pub value: String,
+    /// Where it came from.
+    pub provenance: String,
+    /// Pinned, undisclosed or unpinned.
+    pub status: PinStatus,
+}
+
+/// Human text of a provenance.
+pub fn provenance_label(p: &Provenance) -> String {
+    match p {
+        Provenance::Declared => "declared".into(),
+        Provenance::Probed { url, field } => format!("probed: {url} ({field})"),
+        Provenance::Measured { what } => format!("measured: {what}"),
+    }
+}
+
+fn row(
+    pin: PinId,
+    key: &'static str,
+    label: &'static str,
+    value: String,
+    prov: &Provenance,
+) -> PinRow {
+    let status = if value == "undisclosed" {
+        PinStatus::Undisclosed
+    } else {
+        PinStatus::Pinned
+    };
+    PinRow {
+        pin,
+        key,
+        label,
+        value,
+        provenance: provenance_label(prov),
+        status,
+    }
+}
+
+/// Every pin of a run configuration, in docs/DEFINITIONS.md §1 order (the keys of
+/// [`crate::compare::KEYS`]).
+pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
+    let m = &c.model;
+    let w = &c.window.value;
+    let mut extra = String::new();
+    for (k, v) in &c.sampling.value.extra {
+        let _ = write!(extra, ", {k}={v}");
+    }
+    vec![
+        row(
+            PinId::Endpoint,
+            "endpoint",
+            "endpoint",
+            format!("{} ({:?})", c.endpoint.base_url, c.endpoint.dialect),
+            &Provenance::Declared,
+        ),
+        row(
+            PinId::Model,
+            "model.id",
+            "model id",
+            m.id.value.clone(),
+            &m.id.provenance,
+        ),
+        row(
+            PinId::Model,
+            "model.params",
+            "parameters",
+            m.params.value.to_string(),
+            &m.params.provenance,
+        ),
+        row(
+            PinId::Model,
+            "model.quantization",
+            "quantization",
+            m.quantization.value.to_string(),
+            &m.quantization.provenance,
+        ),
+        row(
+            PinId::Model,
+            "model.engine",
+            "engine",
+            m.engine.value.to_string(),
+            &m.engine.provenance,
+        ),
+        row(
+            PinId::PromptLength,
+            "prompt_len",
+            "prompt length (tokens)",
+            c.prompt_len.value.to_string(),
+            &c.prompt_len.provenance,
+        ),
+        row(
+            PinId::PromptLength,
+            "prompt_exactness",
+            "prompt exactness",
+            wire_name(&c.prompt_exactness.value),
+            &c.prompt_exactness.provenance,
+        ),
+        row(
+            PinId::OutputLength,
+            "output_len",
+            "output length (tokens)",
+            format!(
+                "{} ({})",
+                c.output_len.value,
+                wire_name(&c.output_enforcement.value)
+            ),
+            &c.output_len.provenance,
+        ),
+        row(
+            PinId::Load,
+            "load",
+            "load (concurrency / rate)",
+            c.load.value.steps_text(),
+            &c.load.provenance,
+        ),
+        row(
+            PinId::Load,
+            "load.stall_timeout",
+            "stall timeout",
+            format!("{} ms", c.load.value.stall_timeout_ms),
+            &c.load.provenance,
+        ),
+        row(
+            PinId::KvBudget,
+            "kv.capacity",
+            "KV cache capacity",
+            c.kv.capacity.value.to_string(),
+            &c.kv.capacity.provenance,
+        ),
+        row(
+            PinId::KvBudget,
+            "kv.max_model_len",
+            "max model length",
+            c.kv.max_model_len.value.to_string(),
+            &c.kv.max_model_len.provenance,
+        ),
+        row(
+            PinId::KvBudget,
+            "kv.max_num_seqs",
+            "max concurrent sequences",
+            c.kv.max_num_seqs.value.to_string(),
+            &c.kv.max_num_seqs.provenance,
+        ),
+        row(
+            PinId::PrefillDecode,
+            "phases",
+            "prefill/decode mix",
+            wire_name(&c.phases.value),
+            &c.phases.provenance,
+        ),
+        row(
+            PinId::Scheduling,
+            "scheduling",
+            "scheduling",
+            wire_name(&c.scheduling.value),
+            &c.scheduling.provenance,
+        ),
+        row(
+            PinId::Window,
+            "window",
+            "window",
+            format!(
+                "warm-up {}, measured {}, cool-down {}",
+                w.warmup, w.measured, w.cooldown
+            ),
+            &c.window.provenance,
+        ),
+        row(
+            PinId::CachePolicy,
+            "cache",
+            "cache policy",
+            if c.cache.value.nonce_prefix {
+                "nonce prefix per request".into()
+            } else {
+                "no nonce (prefix cache may hit)".into()
+            },
+            &c.cache.provenance,
+        ),
+        row(
+            PinId::Sampling,
+            "sampling",
+            "sampling",
+            format!(
+                "temperature={}{extra}",
+                Shortest(c.sampling.value.temperature)
+            ),
+            &c.sampling.provenance,
+        ),
+    ]
+}
+
+/// Formats µs as ms with two decimals.
+pub fn fmt_ms(us: u64) -> String {
+    format!("{} ms", Fixed(us as f64 / 1000.0, 2))
+}
+
+/// Formats a milli-rate as a rate with one decimal.
+pub fn fmt_rate(m: u64) -> String {
+    fixed(m as f64 / 1000.0, 1)
+}
+
