@@ -3,11 +3,11 @@
 # send; 1 KB = 1000 bytes): the app's wasm + JS, and the card page's wasm + JS (a wiki page
 # may hold many cards). Prints a table; exits 1 when a bundle is over its limit.
 #   bash scripts/sizes.sh [DIST]
-# Each bundle's limit is its budget: 450 KB for the app, 150 KB for the card. Also fails
+# Each bundle's limit is its budget: 600 KB for the app, 150 KB for the card. Also fails
 # when a wasm carries std's float formatter (see below).
 set -euo pipefail
 dist="${1:-dist}"
-APP_BUDGET_KB=450
+APP_BUDGET_KB=600
 CARD_BUDGET_KB=150
 gz() { gzip -6 -c "$1" | wc -c; }
 one() { # a glob that must name exactly one file

@@ -56,6 +56,13 @@ cargo clippy -p pinbench --target wasm32-unknown-unknown --lib --bins --test web
 # The card page's build (no Leptos).
 cargo clippy -p pinbench --target wasm32-unknown-unknown --no-default-features --lib --bins --locked -- -D warnings
 
+step "pinbench-core depends on no browser crate"
+# The compiler keeps the core pure of the browser: it cannot name a crate it does not
+# depend on. This holds the dependency list itself (every target, normal and build edges).
+if cargo tree --locked -p pinbench-core -e normal,build --prefix none --target all | grep -E '^(web-sys|wasm-bindgen|js-sys|leptos|gloo)'; then
+  echo "pinbench-core depends on a browser crate (above)" >&2; exit 1
+fi
+
 step "native tests"
 cargo test --workspace --locked 2>&1 | tee "$PINBENCH_CACHE/native-tests.log"
 awk '/^test result:/ { p += $4; f += $6 } END { printf "native tests: %d passed, %d failed\n", p, f }' "$PINBENCH_CACHE/native-tests.log"

@@ -35,10 +35,8 @@ struct Tmp(std::path::PathBuf);
 
 impl Tmp {
     fn new(name: &str) -> Tmp {
-        let dir = std::env::temp_dir().join(format!(
-            "pinbench-lifecycle-{name}-{}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("pinbench-lifecycle-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir");
         Tmp(dir)
@@ -111,7 +109,12 @@ fn the_behaviour_probes_tell_batching_and_the_prefix_cache() {
         };
         let host = NativeHost::new(None, None);
         let b = block_on(lifecycle::behaviour(&host, &target, None)).expect("probes");
-        assert_eq!((b.batching, b.prefix_cache), (batching, cache), "{args:?}: {:?}", b.lines);
+        assert_eq!(
+            (b.batching, b.prefix_cache),
+            (batching, cache),
+            "{args:?}: {:?}",
+            b.lines
+        );
         assert_eq!(b.fills.len(), 1, "the scheduling pin: {:?}", b.fills);
         assert!(b.slowdown_ratio.is_some_and(|r| r > 1.0), "{:?}", b.lines);
     }
@@ -166,7 +169,10 @@ fn a_run_probes_the_pins_its_file_leaves_open() {
     let c = &r.body.config;
     assert_eq!(c.model.id.value, "pinbench-tiny");
     assert!(matches!(c.model.id.provenance, Provenance::Probed { .. }));
-    assert_eq!(c.kv.max_num_seqs.value, pinbench::core::pins::Disclosure::Value(8));
+    assert_eq!(
+        c.kv.max_num_seqs.value,
+        pinbench::core::pins::Disclosure::Value(8)
+    );
     assert!(matches!(c.kv.max_num_seqs.provenance, Provenance::Declared));
     assert_eq!(r.body.probes.len(), 1, "the read is kept as evidence");
     assert_eq!(r.body.records.len(), 8);
@@ -194,14 +200,19 @@ fn a_native_run_over_http_at_c32_is_judged_by_native_limits() {
     let r = run(&tmp, &workload(&base, 32, 64), &[]);
     let b = &r.body;
     assert_eq!(b.records.len(), 64);
-    assert!(b.records.iter().all(|x| x.outcome.is_ok()
-        && x.protocol.as_deref() == Some("http/1.1")));
+    assert!(b
+        .records
+        .iter()
+        .all(|x| x.outcome.is_ok() && x.protocol.as_deref() == Some("http/1.1")));
     let figures = b.figures().expect("figures");
     let c = &figures.steps[0].concurrency;
     assert_eq!(c.achieved_max, 32, "32 on the wire at once: {c:?}");
     assert!(!b.client.invalid, "{:?}", b.client.findings);
     assert!(
-        b.client.findings.iter().all(|f| !f.contains("6 connections")),
+        b.client
+            .findings
+            .iter()
+            .all(|f| !f.contains("6 connections")),
         "{:?}",
         b.client.findings
     );

@@ -3,6 +3,7 @@
 // to a re-run whose Compare verdict is "comparable" once the same server pins are probed.
 // Usage: node tests/e2e/claims_rerun.mjs dist
 import fs from "node:fs";
+import { execFileSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { serveDist, launch, checker, watchErrors, startAndDownload } from "./lib.mjs";
@@ -93,7 +94,8 @@ try {
   // Behaviour probes: a static batcher with a prefix cache is measured as such, and the
   // scheduling pin is filled as probed, with the evidence in the report.
   {
-    const odd = await startRefserver(["--batching", "static", "--prefix-cache", "on"]);
+    const oddCert = path.join(os.tmpdir(), `pinbench-odd-${process.pid}.der`);
+    const odd = await startRefserver(["--batching", "static", "--prefix-cache", "on", "--cert-out", oddCert]);
     try {
       const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
       await page.goto(url);
@@ -109,6 +111,12 @@ try {
       check(said.includes("prefix cache: on"), "behaviour: a prefix cache is measured as on");
       check(await page.getByTestId("pin-scheduling").inputValue() === "static", "behaviour: the scheduling pin is filled");
       check((await page.getByTestId("source-scheduling").getAttribute("title")).includes("measured by pinbench: batching"), "behaviour: … as probed, with its evidence");
+      // The native command runs the same probes from the core's lifecycle: same verdicts.
+      const cliBin = path.join(process.env.CARGO_TARGET_DIR ?? path.resolve("target"), "native", "pinbench");
+      const cli = JSON.parse(execFileSync(cliBin, ["behaviour", "--json", `https://127.0.0.1:${odd.https}`, "--ca-cert", oddCert], { encoding: "utf8" }));
+      console.log(`pinbench behaviour: batching ${cli.batching}, prefix cache ${cli.prefix_cache}, slowdown ${cli.slowdown_ratio}`);
+      check(cli.batching === "static" && cli.prefix_cache === "on", `behaviour: pinbench behaviour says what the tab says (batching ${cli.batching}, prefix cache ${cli.prefix_cache})`);
+      check(cli.fills.length === 1 && cli.fills[0].field === "scheduling" && cli.fills[0].text === await page.getByTestId("pin-scheduling").inputValue(), "behaviour: … and fills the same scheduling pin");
       await fill(page, "model_quant", "bf16");
       await page.getByTestId("preset-single").click();
       await fill(page, "measured", "3");

@@ -13,7 +13,9 @@ const dist = process.argv[2] ?? "dist";
 const target = process.env.CARGO_TARGET_DIR ?? path.resolve("target");
 const verifyBin = path.join(target, "debug", "pinbench-verify");
 const { server: web, url } = await serveDist(dist);
-const ref = await startRefserver();
+const refCert = path.join(os.tmpdir(), `pinbench-runflow-${process.pid}.der`);
+const ref = await startRefserver(["--cert-out", refCert]);
+const cliBin = path.join(target, "native", "pinbench");
 const browser = await launch(["--ignore-certificate-errors"]);
 const { check, failures, finish } = checker();
 // Accuracy here is measured with Playwright attached, whose CDP network events inflate the
@@ -55,6 +57,16 @@ try {
     check((await page.getByTestId("source-model_id").textContent()).startsWith("probed"), "probe: model id marked probed");
     check(await page.getByTestId("pin-kv_capacity").inputValue() === "16384", "probe: fills the KV capacity");
     check((await page.getByTestId("source-kv_capacity").textContent()).startsWith("probed"), "probe: KV capacity marked probed");
+    // `pinbench probe` reads the same endpoint through the core's lifecycle: every pin it
+    // fills is in the tab's form with the same value and the same source.
+    const cli = JSON.parse(execFileSync(cliBin, ["probe", "--json", `https://127.0.0.1:${ref.https}`, "--ca-cert", refCert], { encoding: "utf8" }));
+    check(cli.engine === "pinbench-ref" && cli.fills.length === 9, `pinbench probe: recognises the engine (${cli.engine}) and fills ${cli.fills.length} pins`);
+    for (const f of cli.fills) {
+      const value = await page.getByTestId(`pin-${f.field}`).inputValue();
+      const title = await page.getByTestId(`source-${f.field}`).getAttribute("title");
+      const want = `read from ${f.provenance.url} (${f.provenance.field})`;
+      check(value === f.text && title === want, `pinbench probe and the tab's Probe agree on ${f.field}: ${f.text} (${want}) vs the tab's ${value} (${title})`);
+    }
     check(await page.getByTestId("start").isDisabled(), "gate: still disabled while workload pins are missing");
     // API key: memory only unless "remember" is ticked.
     await page.getByTestId("api-key").fill("sk-remember-me");

@@ -183,4 +183,3 @@ pub fn write_canonical_str(out: &mut Vec<u8>, s: &str) {
 /// The largest integer JSON carries exactly (2^53 − 1): larger ones are refused as pins
 /// and counts, since JavaScript and RFC 8785 would round them.
 pub const MAX_JSON_INTEGER: u64 = (1 << 53) - 1;
-

@@ -185,8 +185,16 @@ fn no_file_imports_itself_through_others() {
     let g = graph();
     assert!(g.len() > 30, "the core's files: {:?}", g.keys());
     // The reading resolves flat names and sibling paths.
-    assert!(g["share::compare"].contains("share::rows"), "{:?}", g["share::compare"]);
-    assert!(g["run::lifecycle"].contains("config::probe"), "{:?}", g["run::lifecycle"]);
+    assert!(
+        g["share::compare"].contains("share::rows"),
+        "{:?}",
+        g["share::compare"]
+    );
+    assert!(
+        g["run::lifecycle"].contains("config::probe"),
+        "{:?}",
+        g["run::lifecycle"]
+    );
     // One cycle is left, inside `share`: the hand-written readers of `share::read` import
     // the report's, card's, merge's and viewer's types, and those modules read through
     // `share::read` (and a report carries its card, which is derived from the report). It

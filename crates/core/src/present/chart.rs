@@ -14,7 +14,6 @@ use crate::report::Report;
 
 pub use crate::markup::escape;
 
-
 /// How a series is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mark {

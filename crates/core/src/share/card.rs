@@ -5,13 +5,13 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::markup::escape;
 use crate::decimal::Shortest;
+use crate::markup::escape;
 use crate::metrics::{Dist, Summary, WindowFigures, Windows};
 use crate::pins::{read, LoadStep, RunConfig};
 use crate::report::{self, Report, ReportError, SignatureBlock, Verification};
-use crate::sign::{self, KeyPair};
 use crate::rows as view;
+use crate::sign::{self, KeyPair};
 use crate::viewer::{SigState, TrustedKeys};
 use serde_json::Value;
 

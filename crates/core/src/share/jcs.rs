@@ -6,7 +6,6 @@
 //! text (a property test checks it), and it rejects what `serde_json` rejects plus
 //! duplicate keys and integers beyond 2^53 (which a signature could not cover exactly).
 
-
 /// Nesting limit (as `serde_json`'s).
 pub const MAX_DEPTH: usize = 128;
 

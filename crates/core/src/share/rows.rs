@@ -240,4 +240,3 @@ pub fn fmt_ms(us: u64) -> String {
 pub fn fmt_rate(m: u64) -> String {
     fixed(m as f64 / 1000.0, 1)
 }
-

@@ -156,7 +156,6 @@ fn write_number(out: &mut Vec<u8>, n: &serde_json::Number) {
 
 pub use crate::json::write_canonical_str;
 
-
 /// Fingerprint of a public key: `ed25519:` + hex of SHA-256(key)[..16].
 pub fn key_id(public_key: &[u8; 32]) -> String {
     let digest = Sha256::digest(public_key);

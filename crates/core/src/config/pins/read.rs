@@ -475,11 +475,7 @@ pub fn deserialize_load_step<'de, D: serde::Deserializer<'de>>(d: D) -> Result<L
 }
 
 /// An optional member: missing or `null` is `None` (as serde reads an `Option` field).
-pub fn optional<T>(
-    m: &Map<String, Value>,
-    name: &str,
-    read: fn(&Value) -> R<T>,
-) -> R<Option<T>> {
+pub fn optional<T>(m: &Map<String, Value>, name: &str, read: fn(&Value) -> R<T>) -> R<Option<T>> {
     match m.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => read(v).map(Some).map_err(|e| format!("{name}: {e}")),
@@ -488,11 +484,7 @@ pub fn optional<T>(
 
 /// A member with a default: missing is the default; `null` is read (and refused where
 /// `T` is not optional), as serde's `#[serde(default)]` does.
-pub fn defaulted<T: Default>(
-    m: &Map<String, Value>,
-    name: &str,
-    read: fn(&Value) -> R<T>,
-) -> R<T> {
+pub fn defaulted<T: Default>(m: &Map<String, Value>, name: &str, read: fn(&Value) -> R<T>) -> R<T> {
     match m.get(name) {
         None => Ok(T::default()),
         Some(_) => field(m, name, read),
