@@ -1085,14 +1085,7 @@ fn focus_id(id: &str) {
 
 /// Live quantiles (µs) as "p50 / p90 / p99 ms", or a dash before any request completed.
 fn live_q(v: Option<[u64; 3]>) -> String {
-    v.map_or("—".to_owned(), |[a, b, c]| {
-        format!(
-            "{} / {} / {} ms",
-            pins::milli(a),
-            pins::milli(b),
-            pins::milli(c)
-        )
-    })
+    v.map_or("—".to_owned(), |q| view::fmt_ms_percentiles(&q))
 }
 
 /// A number's definition behind its disclosure (the markup of `core::html`, as in reports).

@@ -29,7 +29,7 @@ pub fn pins_line(cfg: &RunConfig) -> String {
     format!(
         "{} ({} params, {}) · prompt {} tok · output {} tok ({}) · {} · KV {} · max len {} · max seqs {} · {} batching · {} phases",
         cfg.model.id.value,
-        cfg.model.params.value,
+        crate::rows::params_text(&cfg.model.params.value),
         cfg.model.quantization.value,
         cfg.prompt_len.value,
         cfg.output_len.value,

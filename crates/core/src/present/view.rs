@@ -29,6 +29,15 @@ pub fn errors_text(errors: &std::collections::BTreeMap<String, u32>) -> String {
     out
 }
 
+/// Live percentiles (µs) in one format: each to 0.1 ms, the unit once (`46.3 / 83.6 / 87.3 ms`).
+pub fn fmt_ms_percentiles(v: &[u64]) -> String {
+    let parts: Vec<String> = v
+        .iter()
+        .map(|&us| Fixed(us as f64 / 1000.0, 1).to_string())
+        .collect();
+    format!("{} ms", parts.join(" / "))
+}
+
 /// An open loop's arrivals in one sentence: offered against achieved rate, how many
 /// arrivals the in-flight cap held back, and TTFT from the intended arrival.
 pub fn open_loop_text(o: &crate::metrics::OpenLoopFigures) -> String {
@@ -69,19 +78,26 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
     let mut out = Vec::new();
     let n = s.requests.measured;
     let measured_w = format!("measured window, {n} requests");
+    // Where the steady window is the whole measured window, the two figures are one.
+    let same = matches!((s.windows.steady, s.windows.measured), (Some(a), Some(b)) if a == b);
     if let Some(w) = s.windows.steady {
         out.push(Figure {
             key: "aggregate_steady",
             label: "aggregate output tok/s (all streams)",
             value: fmt_rate(w.aggregate_output_milli),
             window: format!(
-                "steady window, {} s",
+                "{}, {} s",
+                if same {
+                    "steady window = measured window"
+                } else {
+                    "steady window"
+                },
                 Fixed((w.end_us - w.start_us) as f64 / 1e6, 2)
             ),
             scope: "aggregate",
         });
     }
-    if let Some(w) = s.windows.measured {
+    if let Some(w) = s.windows.measured.filter(|_| !same) {
         out.push(Figure {
             key: "aggregate_measured",
             label: "aggregate output tok/s (all streams)",
@@ -549,6 +565,36 @@ mod tests {
         e.insert("timeout".to_owned(), 2);
         e.insert("http 503".to_owned(), 1);
         assert_eq!(errors_text(&e), "http 503 × 1, timeout × 2");
+    }
+
+    #[test]
+    fn live_percentiles_share_one_format() {
+        assert_eq!(
+            fmt_ms_percentiles(&[46_335, 83_647, 87_300]),
+            "46.3 / 83.6 / 87.3 ms"
+        );
+        assert_eq!(fmt_ms_percentiles(&[1_000]), "1.0 ms");
+    }
+
+    #[test]
+    fn one_aggregate_figure_when_the_steady_window_is_the_measured_one() {
+        let r = crate::report::open(include_str!(
+            "../../../../tests/fixtures/report_signed.json"
+        ))
+        .expect("fixture")
+        .report;
+        let figures = r.body.figures().expect("figures");
+        let s = &figures.steps[0];
+        assert_eq!(s.windows.steady, s.windows.measured);
+        let keys: Vec<&str> = headline(s).iter().map(|f| f.key).collect();
+        assert!(keys.contains(&"aggregate_steady"), "{keys:?}");
+        assert!(!keys.contains(&"aggregate_measured"), "{keys:?}");
+        let mut t = s.clone();
+        if let Some(w) = t.windows.steady.as_mut() {
+            w.start_us += 1;
+        }
+        let keys: Vec<&str> = headline(&t).iter().map(|f| f.key).collect();
+        assert!(keys.contains(&"aggregate_steady") && keys.contains(&"aggregate_measured"));
     }
 
     #[test]

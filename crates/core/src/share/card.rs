@@ -355,7 +355,9 @@ fn pin_items(c: &RunConfig) -> Vec<Item> {
             "model",
             format!(
                 "{} · {} params · {}",
-                c.model.id.value, c.model.params.value, c.model.quantization.value
+                c.model.id.value,
+                view::params_text(&c.model.params.value),
+                c.model.quantization.value
             ),
         ),
         item("engine", get("model.engine")),

@@ -106,7 +106,7 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             PinId::Model,
             "model.params",
             "parameters",
-            m.params.value.to_string(),
+            params_text(&m.params.value),
             &m.params.provenance,
         ),
         row(
@@ -239,4 +239,57 @@ pub fn fmt_ms(us: u64) -> String {
 /// Formats a milli-rate as a rate with one decimal.
 pub fn fmt_rate(m: u64) -> String {
     fixed(m as f64 / 1000.0, 1)
+}
+
+/// A parameter count pin as text: [`fmt_params`], or `undisclosed`.
+pub fn params_text(p: &crate::pins::Disclosure<u64>) -> String {
+    match p {
+        crate::pins::Disclosure::Value(n) => fmt_params(*n),
+        crate::pins::Disclosure::Undisclosed => "undisclosed".into(),
+    }
+}
+
+/// A parameter count in human units, exact: `8.03 B` for 8,030,000,000, `270 M`,
+/// `268.098176 M` (never rounded, so two different counts never read the same).
+pub fn fmt_params(n: u64) -> String {
+    const UNITS: [(u64, &str, usize); 4] = [
+        (1_000_000_000_000, "T", 12),
+        (1_000_000_000, "B", 9),
+        (1_000_000, "M", 6),
+        (1_000, "K", 3),
+    ];
+    for (unit, name, zeros) in UNITS {
+        if n >= unit {
+            let (whole, frac) = (n / unit, n % unit);
+            if frac == 0 {
+                return format!("{whole} {name}");
+            }
+            let digits = format!("{frac:0zeros$}");
+            return format!("{whole}.{} {name}", digits.trim_end_matches('0'));
+        }
+    }
+    n.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_params;
+
+    #[test]
+    fn parameter_counts_read_in_human_units_and_stay_exact() {
+        for (n, text) in [
+            (8_030_000_000, "8.03 B"),
+            (70_600_000_000, "70.6 B"),
+            (270_000_000, "270 M"),
+            (268_098_176, "268.098176 M"),
+            (1_500_000_000_000, "1.5 T"),
+            (2_000, "2 K"),
+            (999, "999"),
+            (0, "0"),
+        ] {
+            assert_eq!(fmt_params(n), text, "{n}");
+        }
+        // Different counts never print alike.
+        assert_ne!(fmt_params(8_031_000_000), fmt_params(8_032_000_000));
+    }
 }
