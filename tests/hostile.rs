@@ -2,6 +2,7 @@
 //! the input that used to crash, allocate gigabytes or mislead, and asserts the safe
 //! outcome.
 
+use pinbench::core::pins::Pins;
 use std::io::Write as _;
 
 use base64::Engine as _;
@@ -158,14 +159,9 @@ fn duplicate_keys_are_refused_with_a_message() {
 /// are refused at the gate (the run cannot start, so no report is lost at the end).
 #[test]
 fn unsignable_pins_and_colliding_extras_are_refused_at_the_gate() {
-    use pinbench::core::pins::{RawConfig, RawField, RunConfig};
+    use pinbench::core::pins::RunConfig;
     let gate = |name: &str, text: &str| {
-        let mut r = RawConfig::default();
-        for (n, t) in BASE {
-            *r.field_mut(n).expect("field") = RawField::declared(t);
-        }
-        *r.field_mut(name).expect("field") = RawField::declared(text);
-        RunConfig::try_from(&r)
+        RunConfig::try_from(&base().set(name, text).raw().expect("known fields"))
     };
     assert!(gate("sampling_extra", "{\"top_p\":0.9,\"seed\":7}").is_ok());
     for (name, text) in [
@@ -188,32 +184,13 @@ fn unsignable_pins_and_colliding_extras_are_refused_at_the_gate() {
     }
 }
 
-const BASE: [(&str, &str); 24] = [
-    ("endpoint_url", "http://127.0.0.1:8000"),
-    ("dialect", "completions"),
-    ("model_id", "m"),
-    ("model_params", "8B"),
-    ("model_quant", "bf16"),
-    ("model_engine", "e"),
-    ("prompt_tokens", "16"),
-    ("prompt_exactness", "approximate"),
-    ("output_tokens", "4"),
-    ("output_enforcement", "ignore_eos"),
-    ("load_mode", "closed"),
-    ("concurrency", "1"),
-    ("stall_timeout_s", "10"),
-    ("max_model_len", "2048"),
-    ("kv_capacity", "8192"),
-    ("max_num_seqs", "8"),
-    ("phases", "colocated"),
-    ("scheduling", "continuous"),
-    ("warmup", "0"),
-    ("measured", "2"),
-    ("cooldown", "0"),
-    ("nonce_prefix", "on"),
-    ("temperature", "0"),
-    ("sampling_extra", "{}"),
-];
+/// The pins these tests start from: the reference pins at 16 → 4 tokens, c=1, 2 requests.
+fn base() -> Pins {
+    Pins::reference()
+        .lengths(16, 4)
+        .concurrency(1)
+        .windows("0", "2", "0")
+}
 
 /// A server's usage beyond 2^53, or a rate that would overflow: the report still builds
 /// and signs (the count is ignored as a bad field; figures are clamped).
@@ -221,14 +198,9 @@ const BASE: [(&str, &str); 24] = [
 fn server_counts_beyond_2_53_do_not_lose_the_report() {
     use pinbench::core::dialect::Dialect;
     use pinbench::core::metrics::ClientEnv;
-    use pinbench::core::pins::{RawConfig, RawField, RunConfig};
     use pinbench::core::record::{RequestTimeline, StreamEnd};
     use pinbench::core::report::{Report, ReportBody};
-    let mut r = RawConfig::default();
-    for (n, t) in BASE {
-        *r.field_mut(n).expect("field") = RawField::declared(t);
-    }
-    let cfg = RunConfig::try_from(&r).expect("pinned");
+    let cfg = base().build().expect("pinned");
     let records: Vec<_> = (0..2u32)
         .map(|i| {
             let t0 = u64::from(i) * 10_000;

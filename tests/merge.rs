@@ -5,43 +5,22 @@
 use pinbench::core::dialect::Dialect;
 use pinbench::core::histogram::Hist;
 use pinbench::core::metrics::ClientEnv;
-use pinbench::core::pins::{RawConfig, RawField, RunConfig};
+use pinbench::core::pins::{Pins, RunConfig};
 use pinbench::core::record::{RequestRecord, RequestTimeline, StreamEnd};
 use pinbench::core::report::{self, Opened, Report, ReportBody};
 use pinbench::core::share::merge::{merge, MergeError};
 use pinbench::core::sign::KeyPair;
 
 fn config(output: &str) -> RunConfig {
-    let mut r = RawConfig::default();
-    for (name, text) in [
-        ("endpoint_url", "https://127.0.0.1:8443"),
-        ("dialect", "completions"),
-        ("model_id", "pinbench-tiny"),
-        ("model_params", "100M"),
-        ("model_quant", "bf16"),
-        ("model_engine", "pinbench-refserver 0.1.0"),
-        ("prompt_tokens", "32"),
-        ("prompt_exactness", "server_tokenizer"),
-        ("output_tokens", output),
-        ("output_enforcement", "ignore_eos"),
-        ("load_mode", "closed"),
-        ("concurrency", "2"),
-        ("stall_timeout_s", "10"),
-        ("max_model_len", "2048"),
-        ("kv_capacity", "16384"),
-        ("max_num_seqs", "16"),
-        ("phases", "chunked_prefill"),
-        ("scheduling", "continuous"),
-        ("warmup", "2"),
-        ("measured", "8"),
-        ("cooldown", "2"),
-        ("nonce_prefix", "on"),
-        ("temperature", "0"),
-        ("sampling_extra", "{}"),
-    ] {
-        *r.field_mut(name).expect("known field") = RawField::declared(text);
-    }
-    RunConfig::try_from(&r).expect("fully pinned")
+    Pins::reference()
+        .endpoint("https://127.0.0.1:8443")
+        .with(&[
+            ("prompt_exactness", "server_tokenizer"),
+            ("output_tokens", output),
+            ("max_model_len", "2048"),
+        ])
+        .build()
+        .expect("fully pinned")
 }
 
 /// Twelve requests on two streams; `seed` varies TTFT and TPOT so sources differ.

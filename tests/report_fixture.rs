@@ -6,7 +6,7 @@ use std::path::Path;
 
 use pinbench::core::dialect::Dialect;
 use pinbench::core::metrics::{ClientEnv, Slo};
-use pinbench::core::pins::{RawConfig, RawField, RunConfig};
+use pinbench::core::pins::{Pins, RunConfig};
 use pinbench::core::record::{Outcome, RequestRecord, RequestTimeline, StreamEnd};
 use pinbench::core::report::{self, Report, ReportBody, Verification};
 use pinbench::core::sign::KeyPair;
@@ -15,36 +15,20 @@ use pinbench::core::sign::KeyPair;
 const FIXTURE_SECRET: [u8; 32] = [0x42; 32];
 
 fn config() -> RunConfig {
-    let mut r = RawConfig::default();
-    for (name, text) in [
-        ("endpoint_url", "http://127.0.0.1:8000"),
-        ("dialect", "completions"),
-        ("model_id", "pinbench-tiny"),
-        ("model_params", "270M"),
-        ("model_quant", "bf16"),
-        ("model_engine", "pinbench-ref 0.1.0"),
-        ("prompt_tokens", "32"),
-        ("prompt_exactness", "server_tokenizer"),
-        ("output_tokens", "8"),
-        ("output_enforcement", "ignore_eos"),
-        ("load_mode", "closed"),
-        ("concurrency", "2"),
-        ("stall_timeout_s", "10"),
-        ("max_model_len", "2048"),
-        ("kv_capacity", "16384"),
-        ("max_num_seqs", "8"),
-        ("phases", "colocated"),
-        ("scheduling", "continuous"),
-        ("warmup", "2"),
-        ("measured", "6"),
-        ("cooldown", "2"),
-        ("nonce_prefix", "on"),
-        ("temperature", "0"),
-        ("sampling_extra", "{}"),
-    ] {
-        *r.field_mut(name).expect("known field") = RawField::declared(text);
-    }
-    RunConfig::try_from(&r).expect("fully pinned")
+    Pins::reference()
+        .with(&[
+            ("model_params", "270M"),
+            ("model_engine", "pinbench-ref 0.1.0"),
+            ("prompt_exactness", "server_tokenizer"),
+            ("stall_timeout_s", "10"),
+            ("max_model_len", "2048"),
+            ("max_num_seqs", "8"),
+            ("phases", "colocated"),
+        ])
+        .lengths(32, 8)
+        .windows("2", "6", "2")
+        .build()
+        .expect("fully pinned")
 }
 
 /// Ten requests, two streams, one 429 in the measured window.

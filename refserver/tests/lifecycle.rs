@@ -10,7 +10,7 @@ use common::Server;
 use pinbench::core::behaviour::{BatchingVerdict, CacheVerdict};
 use pinbench::core::dialect::Dialect;
 use pinbench::core::lifecycle::{self, Target};
-use pinbench::core::pins::Provenance;
+use pinbench::core::pins::{Pins, Provenance};
 use pinbench::core::report;
 use pinbench::native::host::NativeHost;
 
@@ -146,14 +146,24 @@ fn run(tmp: &Tmp, pins: &serde_json::Value, extra: &[&str]) -> report::Report {
 
 /// The workload pins only; every server pin is left for the probe.
 fn workload(base: &str, concurrency: u32, measured: u32) -> serde_json::Value {
-    serde_json::json!({
-        "endpoint_url": base, "dialect": "completions",
-        "prompt_tokens": "32", "prompt_exactness": "approximate", "output_tokens": "16",
-        "output_enforcement": "ignore_eos", "load_mode": "closed",
-        "concurrency": concurrency.to_string(), "stall_timeout_s": "30",
-        "warmup": "0", "measured": measured.to_string(), "cooldown": "0",
-        "nonce_prefix": "on", "temperature": "0", "sampling_extra": "{}"
-    })
+    let mut p = Pins::reference()
+        .endpoint(base)
+        .concurrency(concurrency)
+        .windows("0", &measured.to_string(), "0");
+    for server_pin in [
+        "model_id",
+        "model_params",
+        "model_quant",
+        "model_engine",
+        "max_model_len",
+        "kv_capacity",
+        "max_num_seqs",
+        "phases",
+        "scheduling",
+    ] {
+        p = p.open(server_pin);
+    }
+    serde_json::from_str(&p.share_json().expect("pins")).expect("JSON")
 }
 
 #[test]

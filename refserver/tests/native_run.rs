@@ -6,6 +6,7 @@
 mod common;
 
 use common::{get, Server};
+use pinbench::core::pins::Pins;
 use pinbench::core::report::{self, Verification};
 
 struct Tmp(std::path::PathBuf);
@@ -35,16 +36,18 @@ impl Drop for Tmp {
 static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn pins(base: &str, concurrency: u32, windows: (&str, &str, &str)) -> String {
-    serde_json::json!({
-        "endpoint_url": base, "dialect": "completions", "model_id": "pinbench-tiny",
-        "model_params": "100M", "model_quant": "bf16", "model_engine": "pinbench-ref",
-        "prompt_tokens": "64", "prompt_exactness": "server_tokenizer", "output_tokens": "32",
-        "output_enforcement": "ignore_eos", "load_mode": "closed", "concurrency": concurrency.to_string(),
-        "stall_timeout_s": "30", "max_model_len": "4096", "kv_capacity": "16384", "max_num_seqs": "16",
-        "phases": "colocated", "scheduling": "continuous", "warmup": windows.0, "measured": windows.1,
-        "cooldown": windows.2, "nonce_prefix": "on", "temperature": "0", "sampling_extra": "{}"
-    })
-    .to_string()
+    Pins::reference()
+        .endpoint(base)
+        .with(&[
+            ("prompt_exactness", "server_tokenizer"),
+            ("stall_timeout_s", "30"),
+            ("phases", "colocated"),
+        ])
+        .lengths(64, 32)
+        .concurrency(concurrency)
+        .windows(windows.0, windows.1, windows.2)
+        .share_json()
+        .expect("pins")
 }
 
 fn run(tmp: &Tmp, pins_text: &str, extra: &[&str]) -> report::Report {

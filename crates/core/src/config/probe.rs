@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::pins::{parse_param_count, Provenance};
+use super::pins::{param_count_text, parse_param_count, Provenance};
 
 /// An inference engine recognised from what its endpoint says about itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,9 +204,13 @@ pub fn read_models(url: &str, status: u16, body: &str) -> Result<ProbeRead, Prob
         f("max_model_len", n.to_string(), "data[0].meta.n_ctx_train");
     }
     if let Some(n) = m["meta"]["n_params"].as_u64() {
-        f("model_params", n.to_string(), "data[0].meta.n_params");
+        f("model_params", param_count_text(n), "data[0].meta.n_params");
     } else if let Some(n) = m["pinbench"]["params"].as_u64() {
-        f("model_params", n.to_string(), "data[0].pinbench.params");
+        f(
+            "model_params",
+            param_count_text(n),
+            "data[0].pinbench.params",
+        );
     }
     let pb = &m["pinbench"];
     if let Some(n) = pb["max_num_seqs"].as_u64() {
@@ -351,14 +355,18 @@ pub fn read_answer(kind: FollowUpKind, url: &str, status: u16, body: &str, fills
             if let Some(n) = count {
                 f(
                     "model_params",
-                    n.to_string(),
+                    param_count_text(n),
                     "model_info[\"general.parameter_count\"]",
                 );
             } else if let Some(n) = v["details"]["parameter_size"]
                 .as_str()
                 .and_then(parse_param_count)
             {
-                f("model_params", n.to_string(), "details.parameter_size");
+                f(
+                    "model_params",
+                    param_count_text(n),
+                    "details.parameter_size",
+                );
             }
             if let Some(q) = v["details"]["quantization_level"].as_str() {
                 f("model_quant", q.to_owned(), "details.quantization_level");
@@ -534,7 +542,7 @@ mod tests {
         assert_eq!(
             texts,
             [
-                ("model_params", "1200000000"),
+                ("model_params", "1.2B"),
                 ("model_quant", "Q8_0"),
                 ("max_model_len", "131072")
             ]

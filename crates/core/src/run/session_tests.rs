@@ -9,41 +9,27 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::metrics::{self, classify, ClientEnv, MetricsPlan, Phase};
-use crate::pins::{RawConfig, RawField, RunConfig};
+use crate::pins::{Pins, RunConfig};
 use crate::record::{Outcome, RequestRecord, StreamEnd};
 
 fn config(overrides: &[(&str, &str)]) -> RunConfig {
-    let mut r = RawConfig::default();
-    let base = [
-        ("endpoint_url", "http://127.0.0.1:8000"),
-        ("dialect", "completions"),
-        ("model_id", "sim"),
-        ("model_params", "8B"),
-        ("model_quant", "bf16"),
-        ("model_engine", "sim 1"),
-        ("prompt_tokens", "32"),
-        ("prompt_exactness", "approximate"),
-        ("output_tokens", "20"),
-        ("output_enforcement", "ignore_eos"),
-        ("load_mode", "closed"),
-        ("concurrency", "4"),
-        ("stall_timeout_s", "30"),
-        ("max_model_len", "4096"),
-        ("kv_capacity", "100000"),
-        ("max_num_seqs", "64"),
-        ("phases", "colocated"),
-        ("scheduling", "continuous"),
-        ("warmup", "2"),
-        ("measured", "10"),
-        ("cooldown", "2"),
-        ("nonce_prefix", "on"),
-        ("temperature", "0"),
-        ("sampling_extra", "{}"),
-    ];
-    for (name, text) in base.iter().chain(overrides) {
-        *r.field_mut(name).expect("field") = RawField::declared(*text);
-    }
-    RunConfig::try_from(&r).expect("pinned")
+    // The simulated server's shape, then each test's own pins.
+    Pins::reference()
+        .with(&[
+            ("model_id", "sim"),
+            ("model_params", "8B"),
+            ("model_engine", "sim 1"),
+            ("output_tokens", "20"),
+            ("stall_timeout_s", "30"),
+            ("kv_capacity", "100000"),
+            ("max_num_seqs", "64"),
+            ("phases", "colocated"),
+            ("measured", "10"),
+        ])
+        .concurrency(4)
+        .with(overrides)
+        .build()
+        .expect("pinned")
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

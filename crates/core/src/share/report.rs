@@ -816,40 +816,27 @@ pub fn measured_ok(report: &Report, step: u32) -> Vec<&RequestRecord> {
 pub(crate) mod tests {
     use super::*;
     use crate::dialect::Dialect;
-    use crate::pins::{RawConfig, RawField};
     use crate::record::{RequestTimeline, StreamEnd};
 
     pub fn sample_config() -> RunConfig {
-        let mut r = RawConfig::default();
-        for (name, text) in [
-            ("endpoint_url", "http://127.0.0.1:8000"),
-            ("dialect", "completions"),
-            ("model_id", "tiny <b>"),
-            ("model_params", "270M"),
-            ("model_quant", "Q4_K_M"),
-            ("model_engine", "pinbench-ref 0.1"),
-            ("prompt_tokens", "16"),
-            ("prompt_exactness", "server_tokenizer"),
-            ("output_tokens", "4"),
-            ("output_enforcement", "ignore_eos"),
-            ("load_mode", "closed"),
-            ("concurrency", "2"),
-            ("stall_timeout_s", "10"),
-            ("max_model_len", "2048"),
-            ("kv_capacity", "8192"),
-            ("max_num_seqs", "8"),
-            ("phases", "colocated"),
-            ("scheduling", "continuous"),
-            ("warmup", "1"),
-            ("measured", "4"),
-            ("cooldown", "1"),
-            ("nonce_prefix", "on"),
-            ("temperature", "0.7"),
-            ("sampling_extra", "{\"seed\":1}"),
-        ] {
-            *r.field_mut(name).expect("field") = RawField::declared(text);
-        }
-        RunConfig::try_from(&r).expect("pinned")
+        crate::pins::Pins::reference()
+            .with(&[
+                ("model_id", "tiny <b>"),
+                ("model_params", "270M"),
+                ("model_quant", "Q4_K_M"),
+                ("model_engine", "pinbench-ref 0.1"),
+                ("prompt_exactness", "server_tokenizer"),
+                ("max_model_len", "2048"),
+                ("kv_capacity", "8192"),
+                ("max_num_seqs", "8"),
+                ("phases", "colocated"),
+                ("temperature", "0.7"),
+                ("sampling_extra", "{\"seed\":1}"),
+            ])
+            .lengths(16, 4)
+            .windows("1", "4", "1")
+            .build()
+            .expect("pinned")
     }
 
     /// Records made by feeding real SSE bytes through the timeline.

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::decimal::{fixed, Fixed, Shortest};
+pub use crate::pins::fmt_params;
 use crate::pins::{wire_name, PinId, Provenance, RunConfig};
 
 /// Whether a pin has a value.
@@ -249,28 +250,6 @@ pub fn params_text(p: &crate::pins::Disclosure<u64>) -> String {
     }
 }
 
-/// A parameter count in human units, exact: `8.03 B` for 8,030,000,000, `270 M`,
-/// `268.098176 M` (never rounded, so two different counts never read the same).
-pub fn fmt_params(n: u64) -> String {
-    const UNITS: [(u64, &str, usize); 4] = [
-        (1_000_000_000_000, "T", 12),
-        (1_000_000_000, "B", 9),
-        (1_000_000, "M", 6),
-        (1_000, "K", 3),
-    ];
-    for (unit, name, zeros) in UNITS {
-        if n >= unit {
-            let (whole, frac) = (n / unit, n % unit);
-            if frac == 0 {
-                return format!("{whole} {name}");
-            }
-            let digits = format!("{frac:0zeros$}");
-            return format!("{whole}.{} {name}", digits.trim_end_matches('0'));
-        }
-    }
-    n.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::fmt_params;
@@ -289,6 +268,10 @@ mod tests {
         ] {
             assert_eq!(fmt_params(n), text, "{n}");
         }
+        assert_eq!(crate::pins::param_count_text(8_030_000_000), "8.03B");
+        assert_eq!(crate::pins::param_count_text(100_000_000), "100M");
+        // The form parses three decimals: a count no unit says exactly stays an integer.
+        assert_eq!(crate::pins::param_count_text(268_098_176), "268098176");
         // Different counts never print alike.
         assert_ne!(fmt_params(8_031_000_000), fmt_params(8_032_000_000));
     }

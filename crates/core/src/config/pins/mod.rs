@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::decimal::bounded;
 use crate::dialect::{Dialect, LengthEnforcement};
 
+mod example;
 mod fit;
 mod form;
 mod parse;
@@ -20,6 +21,7 @@ pub mod read;
 
 pub use read::deserialize_load_step;
 
+pub use example::{Pins, PinsError};
 pub use fit::*;
 pub use form::*;
 pub use parse::*;
@@ -655,36 +657,23 @@ mod tests {
 
     /// A fully pinned raw config (the "chat 128→128 at c=8" shape).
     pub fn full_raw() -> RawConfig {
-        let mut r = RawConfig::default();
-        for (name, text) in [
-            ("endpoint_url", "http://127.0.0.1:8000/v1/"),
-            ("dialect", "completions"),
-            ("model_id", "tiny"),
-            ("model_params", "8B"),
-            ("model_quant", "bf16"),
-            ("model_engine", "undisclosed"),
-            ("prompt_tokens", "128"),
-            ("prompt_exactness", "server_tokenizer"),
-            ("output_tokens", "128"),
-            ("output_enforcement", "ignore_eos"),
-            ("load_mode", "closed"),
-            ("concurrency", "8"),
-            ("stall_timeout_s", "30"),
-            ("max_model_len", "4096"),
-            ("kv_capacity", "65536"),
-            ("max_num_seqs", "256"),
-            ("phases", "colocated"),
-            ("scheduling", "continuous"),
-            ("warmup", "8"),
-            ("measured", "64 requests"),
-            ("cooldown", "8"),
-            ("nonce_prefix", "on"),
-            ("temperature", "0"),
-            ("sampling_extra", "{}"),
-        ] {
-            *r.field_mut(name).expect("field") = RawField::declared(text);
-        }
-        r
+        Pins::reference()
+            .endpoint("http://127.0.0.1:8000/v1/")
+            .with(&[
+                ("model_id", "tiny"),
+                ("model_params", "8B"),
+                ("model_engine", "undisclosed"),
+                ("prompt_exactness", "server_tokenizer"),
+                ("stall_timeout_s", "30"),
+                ("kv_capacity", "65536"),
+                ("max_num_seqs", "256"),
+                ("phases", "colocated"),
+            ])
+            .lengths(128, 128)
+            .concurrency(8)
+            .windows("8", "64 requests", "8")
+            .raw()
+            .expect("known fields")
     }
 
     #[test]

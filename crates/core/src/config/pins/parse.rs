@@ -180,6 +180,39 @@ pub fn parse_param_count(t: &str) -> Option<u64> {
         .filter(|&v| v > 0 && v <= MAX_JSON_INTEGER)
 }
 
+/// A parameter count in human units, exact: `8.03 B` for 8,030,000,000, `270 M`,
+/// `268.098176 M` (never rounded, so two different counts never read the same).
+pub fn fmt_params(n: u64) -> String {
+    const UNITS: [(u64, &str, usize); 4] = [
+        (1_000_000_000_000, "T", 12),
+        (1_000_000_000, "B", 9),
+        (1_000_000, "M", 6),
+        (1_000, "K", 3),
+    ];
+    for (unit, name, zeros) in UNITS {
+        if n >= unit {
+            let (whole, frac) = (n / unit, n % unit);
+            if frac == 0 {
+                return format!("{whole} {name}");
+            }
+            let digits = format!("{frac:0zeros$}");
+            return format!("{whole}.{} {name}", digits.trim_end_matches('0'));
+        }
+    }
+    n.to_string()
+}
+
+/// A parameter count as form text a person reads and the form parses back exactly:
+/// `8.03B` for 8,030,000,000; the plain integer where no unit says it exactly.
+pub fn param_count_text(n: u64) -> String {
+    let t = fmt_params(n).replace(' ', "");
+    if parse_param_count(&t) == Some(n) {
+        t
+    } else {
+        n.to_string()
+    }
+}
+
 pub use crate::json::MAX_JSON_INTEGER;
 
 /// Request fields pinbench sets itself: `sampling_extra` may not override them (the
