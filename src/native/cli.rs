@@ -702,9 +702,16 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     let key = load_key(a.key.as_deref())?;
     let host = a.net.host();
     let mut probes: Vec<ProbeSnapshot> = Vec::new();
-    if !a.no_probe && lifecycle::has_open_fields(&raw) {
+    let open = lifecycle::open_probe_fields(&raw);
+    if !a.no_probe && !open.is_empty() {
         let url = raw.endpoint_url.text.clone();
-        let p = block_on(lifecycle::probe(&host, &url))??;
+        let p = block_on(lifecycle::probe(&host, &url))?.map_err(|e| {
+            CliError::Pins(format!(
+                "{} leaves {} open, and probing the endpoint for them failed: {e}",
+                a.pins.display(),
+                open.join(", ")
+            ))
+        })?;
         let filled = lifecycle::apply_fills(&mut raw, &p.fills, FillPolicy::OpenOnly);
         if !filled.is_empty() {
             eprintln!("pinbench: probed {url}: {}", filled.join(", "));

@@ -301,11 +301,27 @@ pub fn apply_fills(raw: &mut RawConfig, fills: &[Fill], policy: FillPolicy) -> V
     changed
 }
 
-/// Whether any field a probe can fill is still empty in `raw`.
-pub fn has_open_fields(raw: &RawConfig) -> bool {
-    RawConfig::FIELDS
+/// The form fields a probe can fill (what servers say about themselves).
+pub const PROBED_FIELDS: &[&str] = &[
+    "model_id",
+    "model_params",
+    "model_quant",
+    "model_engine",
+    "max_model_len",
+    "kv_capacity",
+    "max_num_seqs",
+    "phases",
+    "scheduling",
+];
+
+/// The fields a probe could fill that `raw` leaves empty: a pins file that states all of
+/// them runs without reading the endpoint's introspection (which a gateway may not serve).
+pub fn open_probe_fields(raw: &RawConfig) -> Vec<&'static str> {
+    PROBED_FIELDS
         .iter()
-        .any(|(name, _)| raw.field(name).is_some_and(|f| f.text.trim().is_empty()))
+        .copied()
+        .filter(|name| raw.field(name).is_some_and(|f| f.text.trim().is_empty()))
+        .collect()
 }
 
 /// The snapshots read from this endpoint (the URL may have changed since they were read),

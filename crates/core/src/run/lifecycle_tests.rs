@@ -304,3 +304,18 @@ fn snapshots_and_evidence_are_kept_per_endpoint() {
         ["k", "v"]
     );
 }
+
+#[test]
+fn only_fields_a_probe_can_fill_make_a_run_probe() {
+    let full = crate::pins::Pins::reference().raw().expect("raw");
+    assert!(open_probe_fields(&full).is_empty());
+    let open = crate::pins::Pins::reference()
+        .open("model_id")
+        .open("kv_capacity")
+        .raw()
+        .expect("raw");
+    assert_eq!(open_probe_fields(&open), ["model_id", "kv_capacity"]);
+    for f in PROBED_FIELDS {
+        assert!(RawConfig::default().field(f).is_some(), "{f}");
+    }
+}
