@@ -449,6 +449,7 @@ pub fn invalid(v: &Value, expected: &str) -> String {
     format!("invalid value: {got}, expected {expected}")
 }
 
+/// serde's refusal text for a member that is not one of `fields` (the readers say what serde says).
 pub fn unknown_field(k: &str, fields: &[&str]) -> String {
     format!("unknown field `{k}`, expected {}", one_of(fields))
 }
