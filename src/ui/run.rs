@@ -9,7 +9,7 @@ use leptos::task::spawn_local;
 use crate::core::chart;
 use crate::core::decimal::{fixed, Fixed};
 use crate::core::html;
-use crate::core::lifecycle::{self, ApiKey, FillPolicy};
+use crate::core::lifecycle::{self, ApiKey, FillPolicy, Host};
 use crate::core::live::LiveSeries;
 use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{self, wire_name, FitInputs, RawConfig, RawField, RunConfig};
@@ -17,7 +17,7 @@ use crate::core::report::{Checkpoint, FiguredReport, ProbeSnapshot, Report, Repo
 use crate::core::session::Progress;
 use crate::core::sign::KeyPair;
 use crate::core::view;
-use crate::web::fetch::{self, PageHost};
+use crate::web::fetch::PageHost;
 use crate::web::host::{BrowserHost, HostSink, LagMonitor, RunRequest, RunResult, LAG_PROBE_MS};
 use crate::web::store::{
     self, remove_checkpoint, save_checkpoint, stored_checkpoints, CHECKPOINT_PREFIX,
@@ -193,7 +193,9 @@ fn post_to_collector(url: &str, body: String) {
     }
     let url = url.to_owned();
     spawn_local(async move {
-        let _ = fetch::post_json(&url, &body).await;
+        let _ = PageHost
+            .request(lifecycle::HttpRequest::post_json(url, body))
+            .await;
     });
 }
 

@@ -1,6 +1,7 @@
-//! Plain requests (probe, `/tokenize`) and Resource Timing: the scope's buffer is reset
-//! before a run and its entries are paired to the records after it. The streaming
-//! requests of a run are in [`crate::web::host`].
+//! The page's network for the core's lifecycle ([`PageHost`]: probes, `/tokenize`, the
+//! behaviour probes' timed streams) and Resource Timing: the scope's buffer is reset before a
+//! run and its entries are paired to the records after it. The streaming requests of a run
+//! are in [`crate::web::host`].
 
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -73,40 +74,6 @@ pub fn attach_resource_timing(records: &mut [RequestRecord], url: &str) {
             });
         }
     }
-}
-
-/// A plain (non-streaming) request; returns status and body text.
-pub async fn request_text(
-    method: &str,
-    url: &str,
-    body: Option<&str>,
-) -> Result<(u16, String), String> {
-    let init = web_sys::RequestInit::new();
-    init.set_method(method);
-    init.set_mode(web_sys::RequestMode::Cors);
-    if let Some(b) = body {
-        init.set_body(&JsValue::from_str(b));
-        let headers = web_sys::Headers::new().map_err(js_err)?;
-        let _ = headers.set("Content-Type", "application/json");
-        init.set_headers(&headers);
-    }
-    let request = web_sys::Request::new_with_str_and_init(url, &init).map_err(js_err)?;
-    let resp: web_sys::Response = JsFuture::from(crate::web::fetch_request(&request))
-        .await
-        .map_err(js_err)?
-        .dyn_into()
-        .map_err(|_| "not a Response")?;
-    let text = JsFuture::from(resp.text().map_err(js_err)?)
-        .await
-        .map_err(js_err)?
-        .as_string()
-        .unwrap_or_default();
-    Ok((resp.status(), text))
-}
-
-/// POSTs JSON; returns status and body text.
-pub async fn post_json(url: &str, body: &str) -> Result<(u16, String), String> {
-    request_text("POST", url, Some(body)).await
 }
 
 /// The browser host of the core's lifecycle ([`crate::core::lifecycle::Host`]): `fetch`,
