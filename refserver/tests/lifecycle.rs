@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::Server;
+use common::{native_run, Server, Tmp};
 use pinbench::core::behaviour::{BatchingVerdict, CacheVerdict};
 use pinbench::core::dialect::Dialect;
 use pinbench::core::lifecycle::{self, Target};
@@ -29,27 +29,6 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .build()
         .expect("runtime");
     tokio::task::LocalSet::new().block_on(&rt, f)
-}
-
-struct Tmp(std::path::PathBuf);
-
-impl Tmp {
-    fn new(name: &str) -> Tmp {
-        let dir =
-            std::env::temp_dir().join(format!("pinbench-lifecycle-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        Tmp(dir)
-    }
-    fn path(&self, f: &str) -> String {
-        self.0.join(f).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[test]
@@ -121,27 +100,7 @@ fn the_behaviour_probes_tell_batching_and_the_prefix_cache() {
 }
 
 fn run(tmp: &Tmp, pins: &serde_json::Value, extra: &[&str]) -> report::Report {
-    std::fs::write(tmp.path("pins.json"), pins.to_string()).expect("pins written");
-    let mut args: Vec<String> = [
-        "--pins",
-        &tmp.path("pins.json"),
-        "--out",
-        &tmp.path("report.json"),
-        "--key",
-        &tmp.path("key.json"),
-        "--quiet",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    pinbench::native::cli::run_args(&args).expect("the native run succeeds");
-    let text = std::fs::read_to_string(tmp.path("report.json")).expect("report written");
-    let opened = report::open(&text).expect("the report opens");
-    assert!(report::recompute(&opened.report)
-        .expect("recomputes")
-        .is_empty());
-    opened.report
+    native_run(tmp, &pins.to_string(), extra)
 }
 
 /// The workload pins only; every server pin is left for the probe.
@@ -150,17 +109,7 @@ fn workload(base: &str, concurrency: u32, measured: u32) -> serde_json::Value {
         .endpoint(base)
         .concurrency(concurrency)
         .windows("0", &measured.to_string(), "0");
-    for server_pin in [
-        "model_id",
-        "model_params",
-        "model_quant",
-        "model_engine",
-        "max_model_len",
-        "kv_capacity",
-        "max_num_seqs",
-        "phases",
-        "scheduling",
-    ] {
+    for server_pin in lifecycle::PROBED_FIELDS {
         p = p.open(server_pin);
     }
     serde_json::from_str(&p.share_json().expect("pins")).expect("JSON")

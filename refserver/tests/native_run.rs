@@ -5,30 +5,8 @@
 
 mod common;
 
-use common::{get, Server};
+use common::{get, native_run as run, Server, Tmp};
 use pinbench::core::pins::Pins;
-use pinbench::core::report::{self, Verification};
-
-struct Tmp(std::path::PathBuf);
-
-impl Tmp {
-    fn new(name: &str) -> Tmp {
-        let dir =
-            std::env::temp_dir().join(format!("pinbench-native-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        Tmp(dir)
-    }
-    fn path(&self, f: &str) -> String {
-        self.0.join(f).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Every run that loads the machine takes its turn (tests of one binary run in parallel;
 /// two cores shared by client and server are already contended, and a second run beside
@@ -48,37 +26,6 @@ fn pins(base: &str, concurrency: u32, windows: (&str, &str, &str)) -> String {
         .windows(windows.0, windows.1, windows.2)
         .share_json()
         .expect("pins")
-}
-
-fn run(tmp: &Tmp, pins_text: &str, extra: &[&str]) -> report::Report {
-    std::fs::write(tmp.path("pins.json"), pins_text).expect("pins written");
-    let mut args: Vec<String> = [
-        "--pins",
-        &tmp.path("pins.json"),
-        "--out",
-        &tmp.path("report.json"),
-        "--key",
-        &tmp.path("key.json"),
-        "--quiet",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    pinbench::native::cli::run_args(&args).expect("the native run succeeds");
-    let text = std::fs::read_to_string(tmp.path("report.json")).expect("report written");
-    let opened = report::open(&text).expect("the report opens");
-    assert!(
-        matches!(opened.verification, Verification::Valid { .. }),
-        "signed: {:?}",
-        opened.verification
-    );
-    let mismatches = report::recompute(&opened.report).expect("recomputes");
-    assert!(
-        mismatches.is_empty(),
-        "every figure recomputes: {mismatches:?}"
-    );
-    opened.report
 }
 
 #[test]

@@ -174,3 +174,62 @@ pub fn events(body: &str) -> Vec<String> {
 pub fn prompt(n: usize) -> String {
     " w".repeat(n)
 }
+
+/// A temporary directory of one test, removed when dropped.
+pub struct Tmp(std::path::PathBuf);
+
+impl Tmp {
+    /// A fresh directory for `name` (and this process).
+    pub fn new(name: &str) -> Tmp {
+        let dir = std::env::temp_dir().join(format!("pinbench-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        Tmp(dir)
+    }
+    /// A file in it.
+    pub fn path(&self, f: &str) -> String {
+        self.0.join(f).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `pinbench run` with this pins file (and extra arguments) into `tmp`; checks that the
+/// report is signed and every figure recomputes, and returns it.
+pub fn native_run(tmp: &Tmp, pins_text: &str, extra: &[&str]) -> pinbench::core::report::Report {
+    std::fs::write(tmp.path("pins.json"), pins_text).expect("pins written");
+    let mut args: Vec<String> = [
+        "--pins",
+        &tmp.path("pins.json"),
+        "--out",
+        &tmp.path("report.json"),
+        "--key",
+        &tmp.path("key.json"),
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    pinbench::native::cli::run_args(&args).expect("the native run succeeds");
+    let text = std::fs::read_to_string(tmp.path("report.json")).expect("report written");
+    let opened = pinbench::core::report::open(&text).expect("the report opens");
+    assert!(
+        matches!(
+            opened.verification,
+            pinbench::core::report::Verification::Valid { .. }
+        ),
+        "signed: {:?}",
+        opened.verification
+    );
+    let mismatches = pinbench::core::report::recompute(&opened.report).expect("recomputes");
+    assert!(
+        mismatches.is_empty(),
+        "every figure recomputes: {mismatches:?}"
+    );
+    opened.report
+}

@@ -129,11 +129,9 @@ impl Pins {
 
     /// The share link's JSON form (what `pinbench run --pins` reads).
     pub fn share_json(&self) -> Result<String, PinsError> {
+        self.raw()?;
         let mut map = serde_json::Map::new();
         for (k, v) in &self.fields {
-            if RawConfig::default().field(k).is_none() {
-                return Err(PinsError::UnknownField(k.clone()));
-            }
             map.insert(k.clone(), serde_json::Value::String(v.clone()));
         }
         Ok(serde_json::Value::Object(map).to_string())
