@@ -198,7 +198,7 @@ fn open_loop_over_http1_is_judged_by_what_was_in_flight() {
     let plan = MetricsPlan {
         steps: vec![LoadStep::Open {
             rate_milli_rps: 1_000,
-            arrival: Arrival::Poisson,
+            arrival: Arrival::Poisson {},
             in_flight_cap: 64,
         }],
         window: window(30),

@@ -36,7 +36,7 @@ fn completions_stream_format_usage_and_truth_agree() {
     let evs = events(&r.text());
     assert_eq!(evs.last().map(String::as_str), Some("[DONE]"));
     let rec = record(Dialect::Completions, &r.body);
-    assert_eq!(rec.outcome, Outcome::Ok);
+    assert_eq!(rec.outcome, Outcome::Ok {});
     assert_eq!(rec.chunk_tokens(), 12);
     assert_eq!(
         rec.usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
@@ -341,7 +341,7 @@ fn every_fault_mode() {
 
     let rec = record(Dialect::Completions, &fault("no_done").body);
     assert!(rec.anomalies.missing_done);
-    assert_eq!(rec.outcome, Outcome::Ok);
+    assert_eq!(rec.outcome, Outcome::Ok {});
 
     let rec = record(Dialect::Completions, &fault("eos_at=4").body);
     assert_eq!(

@@ -132,7 +132,10 @@ fn a_run_probes_the_pins_its_file_leaves_open() {
         c.kv.max_num_seqs.value,
         pinbench::core::pins::Disclosure::Value(8)
     );
-    assert!(matches!(c.kv.max_num_seqs.provenance, Provenance::Declared));
+    assert!(matches!(
+        c.kv.max_num_seqs.provenance,
+        Provenance::Declared {}
+    ));
     assert_eq!(r.body.probes.len(), 1, "the read is kept as evidence");
     assert_eq!(r.body.records.len(), 8);
     // Told not to probe, the same file is refused with what is missing.

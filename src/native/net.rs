@@ -369,7 +369,7 @@ impl Job {
         let mut seen = Seen::default();
         let end = tokio::select! {
             r = self.stream(&mut seen) => r.unwrap_or_else(|m| StreamEnd::Failed(Outcome::Network { message: m })),
-            _ = abort => StreamEnd::Failed(Outcome::Aborted),
+            _ = abort => StreamEnd::Failed(Outcome::Aborted {}),
         };
         let t_us = self.clock.now_us();
         if let Some(w) = seen.wire.as_mut() {

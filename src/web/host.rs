@@ -30,7 +30,8 @@ pub const CHECKPOINT_EVERY_MS: i32 = 1_000;
 pub const LAG_PROBE_MS: i32 = 20;
 
 /// What a run needs, as the page sends it to the host.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunRequest {
     /// The pinned configuration.
     pub cfg: RunConfig,
@@ -45,48 +46,13 @@ pub struct RunRequest {
 }
 
 /// What a finished run hands back.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunResult {
     /// Every record, in dispatch order.
     pub records: Vec<RequestRecord>,
     /// The measuring loop's environment (its own timer resolution and lag).
     pub env: ClientEnv,
-}
-
-/// Read through a JSON tree by the core's readers (`core::share::read`), not serde's
-/// derived readers.
-impl<'de> Deserialize<'de> for RunRequest {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use crate::core::pins::read::{field, list, optional, pair, string, uint64};
-        let v = serde_json::Value::deserialize(d)?;
-        let read = |v: &serde_json::Value| -> Result<RunRequest, String> {
-            let m = v.as_object().ok_or("a run request is an object")?;
-            Ok(RunRequest {
-                cfg: field(m, "cfg", crate::core::pins::read::run_config)?,
-                calibration: field(m, "calibration", crate::core::prompt::read_calibration)?,
-                api_key: optional(m, "api_key", string)?,
-                extra_header: optional(m, "extra_header", |v| pair(v, string))?,
-                seed: field(m, "seed", |v| {
-                    list(v, |b| {
-                        uint64(b).and_then(|n| u8::try_from(n).map_err(|_| "a byte".to_owned()))
-                    })
-                })?,
-            })
-        };
-        read(&v).map_err(serde::de::Error::custom)
-    }
-}
-
-/// Read as a report's records are (`core::share::read`), not by serde's derived readers.
-impl<'de> Deserialize<'de> for RunResult {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use crate::core::share::read;
-        let mut m = read::Members::deserialize(d)?;
-        let records = m.take_records().map_err(serde::de::Error::custom)?;
-        let env = crate::core::pins::read::field(&m.rest, "env", read::client_env)
-            .map_err(serde::de::Error::custom)?;
-        Ok(RunResult { records, env })
-    }
 }
 
 /// A callback that receives the records completed since its last call.

@@ -1,6 +1,7 @@
 //! What the browser keeps in `localStorage`: the signing key, an API key only when the
 //! user ticks "remember", and the checkpoints of runs in progress (one per run id).
 
+use crate::core::record::RequestRecord;
 use crate::core::report::Checkpoint;
 use crate::core::sign::KeyPair;
 use crate::core::viewer::TrustedKeys;
@@ -165,7 +166,7 @@ pub fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
         })
         .filter_map(|k| {
             let text = store.get_item(k).ok()??;
-            let mut cp: Checkpoint = serde_json::from_str(&text).ok()?;
+            let mut cp: Checkpoint = crate::core::json::from_str(&text).ok()?;
             // Its records, part by part, in order.
             let mut parts: Vec<(u32, &String)> = all
                 .iter()
@@ -184,7 +185,7 @@ pub fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
                     .get_item(p)
                     .ok()
                     .flatten()
-                    .and_then(|t| crate::core::share::read::records_json(&t).ok())
+                    .and_then(|t| crate::core::json::from_str::<Vec<RequestRecord>>(&t).ok())
                     .unwrap_or_default();
                 cp.records.extend(part);
             }

@@ -87,7 +87,7 @@ pub fn worker_main() {
     let on_message =
         Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
             let text = ev.data().as_string().unwrap_or_default();
-            match serde_json::from_str::<ToWorker>(&text) {
+            match crate::core::json::from_str::<ToWorker>(&text) {
                 Ok(ToWorker::Start { run }) => {
                     let (a, b, c) = (s.clone(), s.clone(), s.clone());
                     let sink = HostSink {
@@ -202,7 +202,7 @@ impl WorkerRun {
                     return;
                 }
                 let text = data.as_string().unwrap_or_default();
-                match serde_json::from_str::<FromWorker>(&text) {
+                match crate::core::json::from_str::<FromWorker>(&text) {
                     Ok(FromWorker::Ready) => {
                         if let Some(run) = pending.borrow_mut().take() {
                             match send(&w, &ToWorker::Start { run: Box::new(run) }) {

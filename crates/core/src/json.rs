@@ -1,31 +1,31 @@
-//! Reading our typed JSON formats with one parser per type.
-//!
-//! serde's internally tagged enums (`#[serde(tag = "kind")]`) buffer each object into its
-//! private `Content` tree and parse the variant from that, so every variant's fields get a
-//! second parser, compiled once more into each wasm bundle. Here the tag is read and the
-//! other members kept as their JSON text, which the variant's own plain struct then parses
-//! from text, like everything else (`tagged_deserialize!`). The JSON accepted and the
-//! errors given are the same: unknown fields, a missing or unknown `kind`, a duplicate
-//! member are refused.
+//! Reading our typed JSON formats: one derived reader per type, driven through
+//! [`from_str`], which names the path of a refused value (`body.records[3].outcome:
+//! unknown variant …`). Also the JSON number and string helpers shared by the canonical
+//! writer and the form.
 
-use std::fmt;
+use serde::de::DeserializeOwned;
 
-use serde::de::{self, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
-
-/// An object's `kind` and its other members, as JSON object text.
-pub struct Tagged {
-    /// The tag.
-    pub kind: String,
-    /// `{…}`: every member but `kind`, each value as it was written.
-    pub rest: String,
-}
-
-impl Tagged {
-    /// Parses the other members as the variant's fields (`T` denies unknown fields).
-    pub fn fields<T: de::DeserializeOwned, E: de::Error>(&self) -> Result<T, E> {
-        serde_json::from_str(&self.rest).map_err(|e| E::custom(message(&e)))
-    }
+/// Reads a `T` from JSON text through its derived reader. A refusal says where: with the
+/// `paths` feature, the path of the value (`config.load.value.steps[0]: unknown field …`)
+/// and its line and column; without it, the line and column.
+pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    #[cfg(feature = "paths")]
+    let value = {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            if path == "." {
+                e.into_inner().to_string()
+            } else {
+                format!("{path}: {}", e.into_inner())
+            }
+        })?;
+        de.end().map_err(|e| e.to_string())?;
+        value
+    };
+    #[cfg(not(feature = "paths"))]
+    let value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    Ok(value)
 }
 
 /// A decimal number's text as the nearest `f64` (correctly rounded), or `None` when it is
@@ -57,94 +57,6 @@ pub fn parse_f64(text: &str) -> Option<f64> {
     serde_json::from_str::<f64>(&json)
         .ok()
         .filter(|v| v.is_finite())
-}
-
-/// A nested parse's message without its position (which is within the nested text, not
-/// the document; the outer parser adds the document's).
-pub fn message(e: &serde_json::Error) -> String {
-    let msg = e.to_string();
-    match msg.rfind(" at line ") {
-        Some(i) if e.line() > 0 => msg[..i].to_owned(),
-        _ => msg,
-    }
-}
-
-impl<'de> Deserialize<'de> for Tagged {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(TaggedVisitor)
-    }
-}
-
-struct TaggedVisitor;
-
-impl<'de> Visitor<'de> for TaggedVisitor {
-    type Value = Tagged;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object with a \"kind\"")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tagged, A::Error> {
-        let mut kind = None;
-        let mut rest = Vec::with_capacity(64);
-        let mut seen: Vec<String> = Vec::new();
-        rest.push(b'{');
-        while let Some(key) = map.next_key::<String>()? {
-            if seen.contains(&key) {
-                return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
-            }
-            if key == "kind" {
-                kind = Some(map.next_value::<String>()?);
-            } else {
-                let value = map.next_value::<Box<serde_json::value::RawValue>>()?;
-                if rest.len() > 1 {
-                    rest.push(b',');
-                }
-                write_canonical_str(&mut rest, &key);
-                rest.push(b':');
-                rest.extend_from_slice(value.get().as_bytes());
-            }
-            seen.push(key);
-        }
-        rest.push(b'}');
-        let kind = kind.ok_or_else(|| de::Error::missing_field("kind"))?;
-        let rest = String::from_utf8(rest).map_err(de::Error::custom)?;
-        Ok(Tagged { kind, rest })
-    }
-}
-
-/// `Deserialize` for an internally tagged enum (`{"kind": "<tag>", …fields}`), each
-/// variant read through a plain struct of its fields (unknown fields denied):
-///
-/// ```text
-/// tagged_deserialize!(Span {
-///     "requests" => Requests { count: u32 },
-///     "duration" => Duration { ms: u64 },
-/// });
-/// ```
-///
-/// The enum keeps `#[derive(Serialize)]` with `#[serde(tag = "kind")]`; a test per enum
-/// round-trips every variant through both.
-#[macro_export]
-macro_rules! tagged_deserialize {
-    ($enum:ident { $( $tag:literal => $variant:ident { $( $field:ident : $ty:ty ),* $(,)? } ),+ $(,)? }) => {
-        impl<'de> serde::Deserialize<'de> for $enum {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let t = $crate::json::Tagged::deserialize(d)?;
-                match t.kind.as_str() {
-                    $( $tag => {
-                        #[derive(serde::Deserialize)]
-                        #[serde(deny_unknown_fields)]
-                        struct $variant { $( $field: $ty ),* }
-                        #[allow(unused_variables)]
-                        let v: $variant = t.fields()?;
-                        ::core::result::Result::Ok($enum::$variant { $( $field: v.$field ),* })
-                    } )+
-                    other => Err(serde::de::Error::unknown_variant(other, &[$( $tag ),+])),
-                }
-            }
-        }
-    };
 }
 
 /// Writes a string as RFC 8785 wants it (JSON's minimal escapes, lowercase `\u00xx`).

@@ -87,11 +87,11 @@ impl TokenCounts {
 }
 
 /// How a request ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Outcome {
     /// Completed normally.
-    Ok,
+    Ok {},
     /// A non-2xx HTTP status (e.g. 401, 429, 500).
     Http {
         /// The status code.
@@ -115,42 +115,31 @@ pub enum Outcome {
         timeout_us: u64,
     },
     /// The user stopped the run while the request was in flight.
-    Aborted,
+    Aborted {},
     /// The stream ended without a finish reason or `[DONE]`.
-    Truncated,
+    Truncated {},
     /// The server replied without streaming (not `text/event-stream`).
-    NotStreaming,
+    NotStreaming {},
 }
-
-crate::tagged_deserialize!(Outcome {
-    "ok" => Ok {},
-    "http" => Http { status: u16, message: String },
-    "network" => Network { message: String },
-    "stream_error" => StreamError { message: String },
-    "stalled" => Stalled { timeout_us: u64 },
-    "aborted" => Aborted {},
-    "truncated" => Truncated {},
-    "not_streaming" => NotStreaming {},
-});
 
 impl Outcome {
     /// Short stable name of the outcome kind (used to count errors by kind).
     pub fn kind(&self) -> String {
         match self {
-            Outcome::Ok => "ok".into(),
+            Outcome::Ok {} => "ok".into(),
             Outcome::Http { status, .. } => format!("http_{status}"),
             Outcome::Network { .. } => "network".into(),
             Outcome::StreamError { .. } => "stream_error".into(),
             Outcome::Stalled { .. } => "stalled".into(),
-            Outcome::Aborted => "aborted".into(),
-            Outcome::Truncated => "truncated".into(),
-            Outcome::NotStreaming => "not_streaming".into(),
+            Outcome::Aborted {} => "aborted".into(),
+            Outcome::Truncated {} => "truncated".into(),
+            Outcome::NotStreaming {} => "not_streaming".into(),
         }
     }
 
     /// Whether the request completed normally.
     pub fn is_ok(&self) -> bool {
-        matches!(self, Outcome::Ok)
+        matches!(self, Outcome::Ok {})
     }
 }
 
@@ -482,7 +471,7 @@ impl RequestTimeline {
                 server_timings: None,
                 protocol: None,
                 wire: None,
-                outcome: Outcome::Ok,
+                outcome: Outcome::Ok {},
                 anomalies: Anomalies::default(),
             },
             dialect,
@@ -624,18 +613,18 @@ impl RequestTimeline {
         self.rec.t_done_us = Some(t_us);
         self.rec.outcome = match end {
             StreamEnd::Failed(o) => o,
-            StreamEnd::Eof if !self.streaming => Outcome::NotStreaming,
+            StreamEnd::Eof if !self.streaming => Outcome::NotStreaming {},
             StreamEnd::Eof => {
                 if let Some(message) = self.stream_error.take() {
                     Outcome::StreamError { message }
                 } else if self.done {
-                    Outcome::Ok
+                    Outcome::Ok {}
                 } else if self.rec.finish_reason.is_some() {
                     self.rec.anomalies.missing_done = true;
-                    Outcome::Ok
+                    Outcome::Ok {}
                 } else {
                     self.rec.anomalies.missing_done = true;
-                    Outcome::Truncated
+                    Outcome::Truncated {}
                 }
             }
         };
@@ -844,7 +833,7 @@ mod tests {
     #[test]
     fn outcomes_round_trip() {
         for o in [
-            Outcome::Ok,
+            Outcome::Ok {},
             Outcome::Http {
                 status: 429,
                 message: "slow down".into(),
@@ -856,9 +845,9 @@ mod tests {
                 message: "e".into(),
             },
             Outcome::Stalled { timeout_us: 30 },
-            Outcome::Aborted,
-            Outcome::Truncated,
-            Outcome::NotStreaming,
+            Outcome::Aborted {},
+            Outcome::Truncated {},
+            Outcome::NotStreaming {},
         ] {
             let text = serde_json::to_string(&o).expect("ser");
             assert_eq!(serde_json::from_str::<Outcome>(&text).expect(&text), o);
@@ -895,7 +884,7 @@ mod tests {
         );
         assert_eq!(ts(&rec), vec![(3_000, 1), (4_000, 1), (4_000, 1)]);
         assert_eq!(rec.token_counts, TokenCounts::ExactDeltasMatchUsage);
-        assert_eq!(rec.outcome, Outcome::Ok);
+        assert_eq!(rec.outcome, Outcome::Ok {});
         assert_eq!(rec.output_tokens(), 3);
         assert!(rec.anomalies.is_clean(), "{:?}", rec.anomalies);
         assert_eq!(rec.finish_reason.as_deref(), Some("length"));
@@ -985,7 +974,7 @@ mod tests {
         assert_eq!(rec.anomalies.invalid_json, 1);
         assert!(rec.anomalies.truncated_event && rec.anomalies.missing_done);
         assert_eq!(ts(&rec), vec![(2_000, 1), (5_000, 1)]);
-        assert_eq!(rec.outcome, Outcome::Truncated);
+        assert_eq!(rec.outcome, Outcome::Truncated {});
         assert_eq!(rec.token_counts, TokenCounts::UnverifiedNoUsage);
     }
 
@@ -1008,7 +997,7 @@ mod tests {
             &[(2_000, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\n")],
             3_000,
         );
-        assert_eq!(ok_no_done.outcome, Outcome::Ok);
+        assert_eq!(ok_no_done.outcome, Outcome::Ok {});
         assert!(ok_no_done.anomalies.missing_done);
     }
 
@@ -1028,7 +1017,7 @@ mod tests {
         tl.on_headers(20, 200, Some("application/json"));
         tl.on_bytes(30, b"{\"choices\":[]}");
         let rec = tl.finish(40, StreamEnd::Eof);
-        assert_eq!(rec.outcome, Outcome::NotStreaming);
+        assert_eq!(rec.outcome, Outcome::NotStreaming {});
         let tl = RequestTimeline::new(4, 0, Dialect::Chat, 8, 4, 10);
         let rec = tl.finish(
             50,
@@ -1117,7 +1106,7 @@ mod tests {
             tl.on_bytes(10, &bytes[cut..]);
             let rec = tl.finish(20, StreamEnd::Eof);
             prop_assert_eq!(rec.chunk_tokens(), 2);
-            prop_assert_eq!(rec.outcome, Outcome::Ok);
+            prop_assert_eq!(rec.outcome, Outcome::Ok {});
             prop_assert!(rec.anomalies.is_clean());
         }
     }

@@ -395,21 +395,6 @@ where
     .await
 }
 
-/// The JSON-tree readers a calibration is read with (one small function per type).
-use crate::pins::read::{defaulted, field, invalid, list, object, pair, uint32, uint64, R};
-
-/// A prompt calibration (part of the run worker's request).
-pub fn read_calibration(v: &serde_json::Value) -> R<Calibration> {
-    let m = object(v, &["intercept_milli", "tokens_per_word_milli", "verified"])?;
-    Ok(Calibration {
-        intercept_milli: field(m, "intercept_milli", |v| {
-            v.as_i64().ok_or_else(|| invalid(v, "i64"))
-        })?,
-        tokens_per_word_milli: field(m, "tokens_per_word_milli", uint64)?,
-        verified: defaulted(m, "verified", |v| list(v, |v| pair(v, uint32)))?,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

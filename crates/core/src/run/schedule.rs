@@ -265,7 +265,7 @@ impl Scheduler {
     fn inter_arrival_us(&mut self, rate_milli_rps: u64, arrival: Arrival) -> u64 {
         let mean_s = 1000.0 / rate_milli_rps.max(1) as f64;
         let x = match arrival {
-            Arrival::Poisson => -self.rng.unit().ln(),
+            Arrival::Poisson {} => -self.rng.unit().ln(),
             Arrival::Gamma { shape_milli } => {
                 let k = f64::from(shape_milli.max(1)) / 1000.0;
                 self.rng.gamma(k) / k
@@ -412,7 +412,7 @@ mod tests {
         );
         let load = LoadStep::Open {
             rate_milli_rps: 100_000,
-            arrival: Arrival::Poisson,
+            arrival: Arrival::Poisson {},
             in_flight_cap: 1_000_000,
         };
         let mut s = Scheduler::new(load, p, 0, [3; 32]);
@@ -500,7 +500,7 @@ mod tests {
         );
         let load = LoadStep::Open {
             rate_milli_rps: 1_000_000,
-            arrival: Arrival::Poisson,
+            arrival: Arrival::Poisson {},
             in_flight_cap: 2,
         };
         let mut s = Scheduler::new(load, p, 0, [5; 32]);

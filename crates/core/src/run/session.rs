@@ -500,7 +500,7 @@ impl RunSession {
             StreamEnd::Failed(_) if f.stalled => StreamEnd::Failed(Outcome::Stalled {
                 timeout_us: self.cfg.load.value.stall_timeout_ms.saturating_mul(1000),
             }),
-            StreamEnd::Failed(_) if self.stopped => StreamEnd::Failed(Outcome::Aborted),
+            StreamEnd::Failed(_) if self.stopped => StreamEnd::Failed(Outcome::Aborted {}),
             e => e,
         };
         let rec = f.timeline.finish(t_us, end);
@@ -605,7 +605,7 @@ impl RunSession {
         for (_, f) in left.0 {
             self.records.push(
                 f.timeline
-                    .finish(now_us, StreamEnd::Failed(Outcome::Aborted)),
+                    .finish(now_us, StreamEnd::Failed(Outcome::Aborted {})),
             );
         }
         let mut records = self.records;

@@ -492,7 +492,7 @@ fn stop_aborts_what_is_in_flight_and_sends_nothing_more() {
     );
     let aborted = records
         .iter()
-        .filter(|r| r.outcome == Outcome::Aborted)
+        .filter(|r| r.outcome == Outcome::Aborted {})
         .count();
     assert_eq!(aborted, 4, "the 4 in flight at Stop end as aborted");
     assert!(records.len() > 4);

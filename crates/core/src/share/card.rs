@@ -2,18 +2,18 @@
 //! URL fragment, signed on its own by the report's key and bound to the report by the
 //! SHA-256 of the report body's canonical JSON.
 
+pub use crate::share::card_doc::{Card, CardBody, CardStep, Item, LegacyBody, TypedBody};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::decimal::Shortest;
 use crate::markup::escape;
-use crate::metrics::{Dist, Summary, WindowFigures, Windows};
-use crate::pins::{read, LoadStep, RunConfig};
+use crate::metrics::{Dist, Summary, Windows};
+use crate::pins::{LoadStep, RunConfig};
 use crate::report::{self, Report, ReportError, SignatureBlock, Verification};
 use crate::rows as view;
+use crate::share::trust::{SigState, TrustedKeys};
 use crate::sign::{self, KeyPair};
-use crate::viewer::{SigState, TrustedKeys};
-use serde_json::Value;
 
 /// Card schema id (typed data).
 pub const CARD_SCHEMA: &str = "pinbench.card/v2";
@@ -26,62 +26,6 @@ pub const MAX_CARD_BYTES: usize = 32 << 10;
 
 /// The fragment key of the link-only form: `#card=<base64url(deflate(json))>`.
 pub const FRAGMENT_KEY: &str = "card=";
-
-/// A labelled text value.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Item {
-    /// Label.
-    pub label: String,
-    /// Value.
-    pub value: String,
-    /// The window a number comes from (empty for pins).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub window: String,
-}
-
-/// What the card shows (signed): typed data from the report — the pins and the first
-/// step's figures — from which the display is derived. A change in how a label is
-/// written never changes a signed card.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TypedBody {
-    /// base64url SHA-256 of the JCS bytes of the report body without its records
-    /// ([`report_digest`]).
-    pub report_digest: String,
-    /// When the run started.
-    pub created: String,
-    /// The pins, as the report holds them.
-    pub config: RunConfig,
-    /// The first load step's figures.
-    pub step: CardStep,
-    /// The client verdict said the client limited the run.
-    pub client_invalid: bool,
-    /// Load steps in the report (the card shows the first).
-    pub steps: u32,
-    /// Request records in the report.
-    pub records: u32,
-    /// The report's notes (e.g. an interrupted run).
-    pub notes: Vec<String>,
-}
-
-/// The figures of one load step that a card shows.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CardStep {
-    /// The step's load.
-    pub load: LoadStep,
-    /// Measured requests.
-    pub measured: u32,
-    /// Aggregate windows.
-    pub windows: Windows,
-    /// Per-stream decode speed, milli-tok/s.
-    pub decode_speed_milli: Option<Dist>,
-    /// TTFT, µs.
-    pub ttft_us: Option<Dist>,
-    /// TPOT, µs.
-    pub tpot_us: Option<Dist>,
-}
 
 /// The card's figures of a summary step: the same fields of the typed report's step
 /// (`StepSummary`) and of the card page's reading of it from text.
@@ -96,192 +40,6 @@ macro_rules! card_step {
             tpot_us: $s.tpot_us,
         }
     };
-}
-
-/// The first card format (`pinbench.card/v1`): display text, signed as written. Still
-/// verified (signature, key, report binding); its text is not recomputed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LegacyBody {
-    /// See [`TypedBody::report_digest`].
-    pub report_digest: String,
-    /// When the run started.
-    pub created: String,
-    /// Model id.
-    pub model: String,
-    /// The pins, as text.
-    pub pins: Vec<Item>,
-    /// Headline numbers, as text.
-    pub headline: Vec<Item>,
-    /// The client limited the run.
-    pub client_invalid: bool,
-    /// Load steps.
-    pub steps: u32,
-}
-
-/// A card's signed content, typed (v2) or legacy text (v1). Read as the typed form when
-/// it parses as one, else as the legacy form (its `Deserialize` keeps the body's raw text
-/// and parses it once per form, rather than serde's untagged buffering, which would
-/// compile every pin type's parser once more).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum CardBody {
-    /// `pinbench.card/v2`.
-    Typed(Box<TypedBody>),
-    /// `pinbench.card/v1`.
-    Legacy(LegacyBody),
-}
-
-/// Read through a JSON tree, by the configuration's readers (`core::pins::read`) and the
-/// small ones below, not serde's derived readers of `TypedBody` and `LegacyBody`: the same
-/// JSON accepted and refused (`tests/config_reader.rs` checks it), in less wasm.
-impl<'de> Deserialize<'de> for CardBody {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = serde_json::Value::deserialize(d)?;
-        card_body(&v).map_err(serde::de::Error::custom)
-    }
-}
-
-impl<'de> Deserialize<'de> for Card {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = serde_json::Value::deserialize(d)?;
-        crate::share::read::card(&v).map_err(serde::de::Error::custom)
-    }
-}
-
-/// A card's body: typed (v2), else legacy (v1).
-pub fn card_body(v: &Value) -> read::R<CardBody> {
-    match typed_body(v) {
-        Ok(t) => Ok(CardBody::Typed(Box::new(t))),
-        Err(typed) => legacy_body(v)
-            .map(CardBody::Legacy)
-            .map_err(|_| format!("not a card body: {typed}")),
-    }
-}
-
-fn typed_body(v: &Value) -> read::R<TypedBody> {
-    let m = read::object(
-        v,
-        &[
-            "report_digest",
-            "created",
-            "config",
-            "step",
-            "client_invalid",
-            "steps",
-            "records",
-            "notes",
-        ],
-    )?;
-    Ok(TypedBody {
-        report_digest: read::field(m, "report_digest", read::string)?,
-        created: read::field(m, "created", read::string)?,
-        config: read::field(m, "config", read::run_config)?,
-        step: read::field(m, "step", card_step)?,
-        client_invalid: read::field(m, "client_invalid", read::boolean)?,
-        steps: read::field(m, "steps", read::uint32)?,
-        records: read::field(m, "records", read::uint32)?,
-        notes: read::field(m, "notes", |v| read::list(v, read::string))?,
-    })
-}
-
-fn card_step(v: &Value) -> read::R<CardStep> {
-    let m = read::object(
-        v,
-        &[
-            "load",
-            "measured",
-            "windows",
-            "decode_speed_milli",
-            "ttft_us",
-            "tpot_us",
-        ],
-    )?;
-    Ok(CardStep {
-        load: read::field(m, "load", read::load_step)?,
-        measured: read::field(m, "measured", read::uint32)?,
-        windows: read::field(m, "windows", |v| {
-            let m = read::object(v, &["measured", "steady"])?;
-            Ok(Windows {
-                measured: read::optional(m, "measured", window_figures)?,
-                steady: read::optional(m, "steady", window_figures)?,
-            })
-        })?,
-        decode_speed_milli: read::optional(m, "decode_speed_milli", dist)?,
-        ttft_us: read::optional(m, "ttft_us", dist)?,
-        tpot_us: read::optional(m, "tpot_us", dist)?,
-    })
-}
-
-fn window_figures(v: &Value) -> read::R<WindowFigures> {
-    let m = read::object(
-        v,
-        &[
-            "start_us",
-            "end_us",
-            "output_tokens",
-            "aggregate_output_milli",
-        ],
-    )?;
-    Ok(WindowFigures {
-        start_us: read::field(m, "start_us", read::uint64)?,
-        end_us: read::field(m, "end_us", read::uint64)?,
-        output_tokens: read::field(m, "output_tokens", read::uint64)?,
-        aggregate_output_milli: read::field(m, "aggregate_output_milli", read::uint64)?,
-    })
-}
-
-fn dist(v: &Value) -> read::R<Dist> {
-    const FIELDS: [&str; 9] = [
-        "count", "min", "mean", "p50", "p90", "p95", "p99", "p999", "max",
-    ];
-    let [count, min, mean, p50, p90, p95, p99, p999, max] = read::integers(v, &FIELDS)?;
-    Ok(Dist {
-        count,
-        min,
-        mean,
-        p50,
-        p90,
-        p95,
-        p99,
-        p999,
-        max,
-    })
-}
-
-fn legacy_body(v: &Value) -> read::R<LegacyBody> {
-    let m = read::object(
-        v,
-        &[
-            "report_digest",
-            "created",
-            "model",
-            "pins",
-            "headline",
-            "client_invalid",
-            "steps",
-        ],
-    )?;
-    let items = |v: &Value| read::list(v, read_item);
-    Ok(LegacyBody {
-        report_digest: read::field(m, "report_digest", read::string)?,
-        created: read::field(m, "created", read::string)?,
-        model: read::field(m, "model", read::string)?,
-        pins: read::field(m, "pins", items)?,
-        headline: read::field(m, "headline", items)?,
-        client_invalid: read::field(m, "client_invalid", read::boolean)?,
-        steps: read::field(m, "steps", read::uint32)?,
-    })
-}
-
-fn read_item(v: &Value) -> read::R<Item> {
-    let m = read::object(v, &["label", "value", "window"])?;
-    Ok(Item {
-        label: read::field(m, "label", read::string)?,
-        value: read::field(m, "value", read::string)?,
-        // `#[serde(default)]`: missing is empty, `null` is not a string.
-        window: read::defaulted(m, "window", read::string)?,
-    })
 }
 
 impl CardBody {
@@ -419,16 +177,37 @@ fn headline_items(s: &CardStep) -> Vec<Item> {
     out
 }
 
-/// A card document. Read through its JSON tree ([`crate::share::read::card`]).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Card {
-    /// [`CARD_SCHEMA`].
-    pub schema: String,
-    /// The signed content.
-    pub body: CardBody,
-    /// Signature by the report's key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<SignatureBlock>,
+/// Signing a report with its card (here, where a card is derived from a report).
+impl Report {
+    /// Signs (or re-signs) the report, with a freshly signed card of its body.
+    pub fn sign(&mut self, key: &KeyPair) -> Result<(), ReportError> {
+        let figures = self.body.figures()?;
+        self.sign_figured(key, &figures)
+    }
+
+    /// [`Self::sign`] with the body's figures at hand ([`ReportBody::figures`], e.g. from
+    /// [`ReportBody::build_figured`]): the records are not summarised again.
+    pub fn sign_figured(&mut self, key: &KeyPair, figures: &Summary) -> Result<(), ReportError> {
+        let pk = key.public_key();
+        let card = self.card_to_sign(figures)?;
+        self.attach_card_signature(SignatureBlock::ed25519(&pk, &key.sign(&card)));
+        let body = self.signed_bytes()?;
+        self.attach_signature(SignatureBlock::ed25519(&pk, &key.sign(&body)));
+        Ok(())
+    }
+
+    /// Signing in two phases, for a signer that answers later (a non-extractable
+    /// WebCrypto key): puts a fresh unsigned card of the body in the report and returns
+    /// the bytes its signature covers (the card shows `figures`, the body's
+    /// [`ReportBody::figures`]). Then [`Self::attach_card_signature`],
+    /// [`Self::signed_bytes`] and [`Self::attach_signature`], in that order.
+    pub fn card_to_sign(&mut self, figures: &Summary) -> Result<Vec<u8>, ReportError> {
+        self.signature = None;
+        let card = Card::of(self, figures)?;
+        let bytes = card.signing_bytes()?;
+        self.card = Some(card);
+        Ok(bytes)
+    }
 }
 
 /// Why a card could not be read.
@@ -586,8 +365,7 @@ impl Card {
         if schema != CARD_SCHEMA && schema != CARD_SCHEMA_V1 {
             return Err(CardError::WrongSchema(schema));
         }
-        let card: Card =
-            serde_json::from_str(text).map_err(|e| CardError::Damaged(e.to_string()))?;
+        let card: Card = crate::json::from_str(text).map_err(CardError::Damaged)?;
         // The signature is checked over the text's own canonical form (what was signed),
         // so a card page needs no serialiser.
         let verification = match &card.signature {
@@ -730,7 +508,13 @@ pub fn view_of_report(
     trusted: &TrustedKeys,
     full_link: String,
 ) -> Result<CardView, String> {
-    crate::viewer::check_size(text.len() as u64).map_err(|e| e.to_string())?;
+    if text.len() > report::MAX_REPORT_BYTES {
+        return Err(format!(
+            "the report is {} bytes; a card opens reports up to {} bytes",
+            text.len(),
+            report::MAX_REPORT_BYTES
+        ));
+    }
     let doc = crate::jcs::canonicalize(text, &["signature"])
         .map_err(|e| format!("not a readable report: {e}"))?;
     match report::schema_of(&doc) {
@@ -748,7 +532,7 @@ pub fn view_of_report(
     struct Envelope {
         signature: Option<SignatureBlock>,
     }
-    let envelope: Envelope = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let envelope: Envelope = crate::json::from_str(text)?;
     let verification = match &envelope.signature {
         Some(block) => report::verify_block(block, &doc.bytes),
         None => Verification::Unsigned,
@@ -826,10 +610,9 @@ fn typed_body_of_text(body: &str) -> Result<TypedBody, String> {
         let text = member
             .as_ref()
             .ok_or_else(|| format!("the report body: missing field `{name}`"))?;
-        serde_json::from_str(text.get())
-            .map_err(|e| format!("the report body's {name}: {}", crate::json::message(&e)))
+        crate::json::from_str(text.get()).map_err(|e| format!("the report body's {name}: {e}"))
     }
-    let head: Head = serde_json::from_str(body).map_err(|e| format!("the report body: {e}"))?;
+    let head: Head = crate::json::from_str(body).map_err(|e| format!("the report body: {e}"))?;
     // The digest's members as the signed text has them (the body is canonical text, so
     // each member's text is its canonical form); absent members are null, as
     // `report_digest` writes a typed `None`.

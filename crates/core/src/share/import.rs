@@ -341,7 +341,7 @@ fn build_records(mut raws: Vec<RawRequest>) -> Vec<RequestRecord> {
                 cached_tokens: None,
             });
             let outcome = match &r.error {
-                None => Outcome::Ok,
+                None => Outcome::Ok {},
                 Some(m) => Outcome::StreamError { message: m.clone() },
             };
             let clamp = |v: Option<u64>| v.and_then(|x| u32::try_from(x).ok()).unwrap_or(0);
@@ -482,7 +482,7 @@ fn load_of_rate(
         Some(r) if r.is_finite() && r > 0.0 => {
             let burst = burst.unwrap_or(1.0);
             let (arrival, text) = if (burst - 1.0).abs() < 1e-9 {
-                (crate::pins::Arrival::Poisson, "Poisson".to_owned())
+                (crate::pins::Arrival::Poisson {}, "Poisson".to_owned())
             } else {
                 (
                     crate::pins::Arrival::Gamma {

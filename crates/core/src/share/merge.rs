@@ -6,47 +6,13 @@
 //! or modified, that carry no wall-clock anchor, whose judged pins differ, or whose
 //! measured windows do not overlap.
 
-use serde::{Deserialize, Serialize};
-
 use crate::compare::{compare, Subject, Verdict};
 use crate::decimal::Fixed;
 use crate::metrics::{rate_milli, ClientEnv, Summary};
 use crate::pins::{LoadStep, Span};
 use crate::record::RequestRecord;
+pub use crate::report::{MergeInfo, MergeSource};
 use crate::report::{Opened, ReportBody, ReportError, Verification};
-
-/// One merged source, as the merged report lists it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MergeSource {
-    /// The source's name (its file name).
-    pub title: String,
-    /// SHA-256 of the source's signed bytes (`sha256:` + base64url).
-    pub digest: String,
-    /// The key that signed it.
-    pub key_id: String,
-    /// When it started.
-    pub created: String,
-    /// Its records.
-    pub records: u32,
-    /// Its measured window on the merged clock, µs.
-    pub measured_us: (u64, u64),
-}
-
-/// What a merge adds to a report.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MergeInfo {
-    /// The sources, in the order given.
-    pub sources: Vec<MergeSource>,
-    /// The window every source was measuring (the intersection of their measured
-    /// windows), merged clock, µs.
-    pub common_us: (u64, u64),
-    /// Output tokens received by all sources inside the common window.
-    pub common_output_tokens: u64,
-    /// Aggregate output tok/s over the common window, all sources (milli-tok/s).
-    pub common_aggregate_output_milli: u64,
-}
 
 /// Why reports cannot be merged.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

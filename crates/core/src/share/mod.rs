@@ -2,12 +2,13 @@
 //! embeddable card, opening shared files, imports of other tools, comparison.
 
 pub mod card;
+pub mod card_doc;
 pub mod compare;
 pub mod import;
 pub mod jcs;
 pub mod merge;
-pub mod read;
 pub mod report;
 pub mod rows;
 pub mod sign;
+pub mod trust;
 pub mod viewer;

@@ -14,13 +14,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::card::Card;
+use crate::share::card_doc::Card;
+pub use crate::sign::{SignatureBlock, ALG};
 
 use crate::histogram::Hist;
 use crate::metrics::{self, ClientEnv, ClientVerdict, MetricsPlan, Slo, Summary};
 use crate::pins::RunConfig;
 use crate::record::RequestRecord;
-use crate::sign::{self, KeyPair, SignError};
+use crate::sign::{self, SignError};
 
 /// The schema tag of this version.
 pub const SCHEMA: &str = "pinbench.report/v1";
@@ -31,9 +32,6 @@ pub const MAX_REPORT_BYTES: usize = 64 << 20;
 /// Largest integer a report may hold: JCS compares numbers as IEEE doubles, so larger
 /// integers could be changed without changing the signed bytes.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
-
-/// The signature algorithm name.
-pub const ALG: &str = "Ed25519";
 
 /// Errors of this module.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -144,7 +142,40 @@ pub struct ReportBody {
     pub notes: Vec<String>,
     /// Present when the report merges several clients' reports (`share::merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged: Option<crate::share::merge::MergeInfo>,
+    pub merged: Option<MergeInfo>,
+}
+
+/// One merged source, as the merged report lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergeSource {
+    /// The source's name (its file name).
+    pub title: String,
+    /// SHA-256 of the source's signed bytes (`sha256:` + base64url).
+    pub digest: String,
+    /// The key that signed it.
+    pub key_id: String,
+    /// When it started.
+    pub created: String,
+    /// Its records.
+    pub records: u32,
+    /// Its measured window on the merged clock, µs.
+    pub measured_us: (u64, u64),
+}
+
+/// What a merge adds to a report (`share::merge`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergeInfo {
+    /// The sources, in the order given.
+    pub sources: Vec<MergeSource>,
+    /// The window every source was measuring (the intersection of their measured
+    /// windows), merged clock, µs.
+    pub common_us: (u64, u64),
+    /// Output tokens received by all sources inside the common window.
+    pub common_output_tokens: u64,
+    /// Aggregate output tok/s over the common window, all sources (milli-tok/s).
+    pub common_aggregate_output_milli: u64,
 }
 
 impl ReportBody {
@@ -241,8 +272,8 @@ impl PartialEq for StoredSummary {
 }
 
 /// What a tab keeps of a run in progress, so that closing it loses no completed request.
-/// Read by [`crate::share::read`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Checkpoint {
     /// When the run started.
     pub created: String,
@@ -287,35 +318,9 @@ impl Checkpoint {
     }
 }
 
-/// The signature block.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A whole report document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SignatureBlock {
-    /// Always `Ed25519`.
-    pub alg: String,
-    /// Fingerprint of the public key.
-    pub key_id: String,
-    /// Public key, base64.
-    pub public_key: String,
-    /// Signature, base64.
-    pub signature: String,
-}
-
-impl SignatureBlock {
-    /// The block of an Ed25519 `signature` by `public_key`.
-    pub fn ed25519(public_key: &[u8; 32], signature: &[u8; 64]) -> Self {
-        SignatureBlock {
-            alg: ALG.into(),
-            key_id: sign::key_id(public_key),
-            public_key: crate::base64::encode(public_key),
-            signature: crate::base64::encode(signature),
-        }
-    }
-}
-
-/// A whole report document. Read by [`crate::share::read`] (the records one at a
-/// time), not serde's derived readers.
-#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
     /// [`SCHEMA`].
     pub schema: String,
@@ -328,20 +333,6 @@ pub struct Report {
     /// The signature, if signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<SignatureBlock>,
-}
-
-impl<'de> Deserialize<'de> for Report {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let m = crate::share::read::Members::deserialize(d)?;
-        crate::share::read::report(m).map_err(serde::de::Error::custom)
-    }
-}
-
-impl<'de> Deserialize<'de> for Checkpoint {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let m = crate::share::read::Members::deserialize(d)?;
-        crate::share::read::checkpoint(m).map_err(serde::de::Error::custom)
-    }
 }
 
 fn is_unsafe_number(n: &serde_json::Number) -> bool {
@@ -415,36 +406,6 @@ impl Report {
         Ok(sign::canonical_doc(self, &["signature"])?.bytes)
     }
 
-    /// Signs (or re-signs) the report, with a freshly signed card of its body.
-    pub fn sign(&mut self, key: &KeyPair) -> Result<(), ReportError> {
-        let figures = self.body.figures()?;
-        self.sign_figured(key, &figures)
-    }
-
-    /// [`Self::sign`] with the body's figures at hand ([`ReportBody::figures`], e.g. from
-    /// [`ReportBody::build_figured`]): the records are not summarised again.
-    pub fn sign_figured(&mut self, key: &KeyPair, figures: &Summary) -> Result<(), ReportError> {
-        let pk = key.public_key();
-        let card = self.card_to_sign(figures)?;
-        self.attach_card_signature(SignatureBlock::ed25519(&pk, &key.sign(&card)));
-        let body = self.signed_bytes()?;
-        self.attach_signature(SignatureBlock::ed25519(&pk, &key.sign(&body)));
-        Ok(())
-    }
-
-    /// Signing in two phases, for a signer that answers later (a non-extractable
-    /// WebCrypto key): puts a fresh unsigned card of the body in the report and returns
-    /// the bytes its signature covers (the card shows `figures`, the body's
-    /// [`ReportBody::figures`]). Then [`Self::attach_card_signature`],
-    /// [`Self::signed_bytes`] and [`Self::attach_signature`], in that order.
-    pub fn card_to_sign(&mut self, figures: &Summary) -> Result<Vec<u8>, ReportError> {
-        self.signature = None;
-        let card = Card::of(self, figures)?;
-        let bytes = card.signing_bytes()?;
-        self.card = Some(card);
-        Ok(bytes)
-    }
-
     /// Attaches the card's signature (see [`Self::card_to_sign`]).
     pub fn attach_card_signature(&mut self, block: SignatureBlock) {
         if let Some(c) = self.card.as_mut() {
@@ -508,7 +469,7 @@ fn verify_bytes(doc: &Value, signed: &[u8]) -> Verification {
     let Some(block) = doc.get("signature") else {
         return Verification::Unsigned;
     };
-    match crate::share::read::signature_block(block) {
+    match crate::json::from_str::<SignatureBlock>(&block.to_string()) {
         Ok(b) => verify_block(&b, signed),
         Err(e) => Verification::Invalid {
             reason: format!("malformed signature block: {e}"),
@@ -671,8 +632,7 @@ pub fn open_canonical(
     if found != SCHEMA {
         return Err(ReportError::WrongSchema { found });
     }
-    let report: Report =
-        serde_json::from_str(text).map_err(|e| ReportError::Schema(e.to_string()))?;
+    let report: Report = crate::json::from_str(text).map_err(ReportError::Schema)?;
     lap("typed parse");
     let verification = match &report.signature {
         Some(block) => verify_block(block, &canonical.bytes),
@@ -697,8 +657,7 @@ pub fn open_value(doc: Value) -> Result<Opened, ReportError> {
     let verification = verify_bytes(&doc, &canonical.bytes);
     // Typed from text, as the fast path does: one parser of the report's types (a
     // second one, from a `Value`, would double their code in the wasm).
-    let report: Report =
-        serde_json::from_str(&doc.to_string()).map_err(|e| ReportError::Schema(e.to_string()))?;
+    let report: Report = crate::json::from_str(&doc.to_string()).map_err(ReportError::Schema)?;
     Ok(Opened {
         report,
         verification,
@@ -817,6 +776,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::dialect::Dialect;
     use crate::record::{RequestTimeline, StreamEnd};
+    use crate::sign::KeyPair;
 
     pub fn sample_config() -> RunConfig {
         crate::pins::Pins::reference()

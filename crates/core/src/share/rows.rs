@@ -51,7 +51,7 @@ pub struct PinRow {
 /// Human text of a provenance.
 pub fn provenance_label(p: &Provenance) -> String {
     match p {
-        Provenance::Declared => "declared".into(),
+        Provenance::Declared {} => "declared".into(),
         Provenance::Probed { url, field } => format!("probed: {url} ({field})"),
         Provenance::Measured { what } => format!("measured: {what}"),
     }
@@ -94,7 +94,7 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             "endpoint",
             "endpoint",
             format!("{} ({:?})", c.endpoint.base_url, c.endpoint.dialect),
-            &Provenance::Declared,
+            &Provenance::Declared {},
         ),
         row(
             PinId::Model,

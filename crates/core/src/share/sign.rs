@@ -6,6 +6,7 @@
 //! SHA-256(public key), in hex.
 
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// Errors from canonicalising, signing or verifying.
@@ -252,6 +253,35 @@ pub fn verify(
         VerifyingKey::from_bytes(public_key).map_err(|e| SignError::BadPublicKey(e.to_string()))?;
     key.verify_strict(message, &Signature::from_bytes(signature))
         .map_err(|_| SignError::Mismatch)
+}
+
+/// The signature algorithm name.
+pub const ALG: &str = "Ed25519";
+
+/// The signature block.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignatureBlock {
+    /// Always `Ed25519`.
+    pub alg: String,
+    /// Fingerprint of the public key.
+    pub key_id: String,
+    /// Public key, base64.
+    pub public_key: String,
+    /// Signature, base64.
+    pub signature: String,
+}
+
+impl SignatureBlock {
+    /// The block of an Ed25519 `signature` by `public_key`.
+    pub fn ed25519(public_key: &[u8; 32], signature: &[u8; 64]) -> Self {
+        SignatureBlock {
+            alg: ALG.into(),
+            key_id: key_id(public_key),
+            public_key: crate::base64::encode(public_key),
+            signature: crate::base64::encode(signature),
+        }
+    }
 }
 
 #[cfg(test)]

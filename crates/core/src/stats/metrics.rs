@@ -1266,7 +1266,7 @@ mod tests {
             server_timings: None,
             protocol: Some("h2".into()),
             wire: None,
-            outcome: Outcome::Ok,
+            outcome: Outcome::Ok {},
             anomalies: Anomalies::default(),
         }
     }
@@ -1419,7 +1419,7 @@ mod tests {
         let p = MetricsPlan {
             steps: vec![LoadStep::Open {
                 rate_milli_rps: 2000,
-                arrival: crate::pins::Arrival::Poisson,
+                arrival: crate::pins::Arrival::Poisson {},
                 in_flight_cap: 8,
             }],
             window: WindowPlan {

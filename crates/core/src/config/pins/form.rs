@@ -375,7 +375,7 @@ pub fn section_status(raw: &RawConfig, section: &Section, problems: &[&str]) -> 
 /// The provenance tag's word and the source shown on hover or focus.
 pub fn provenance_tag(p: &Provenance) -> (&'static str, String) {
     match p {
-        Provenance::Declared => ("declared", "typed, chosen, or from a preset or link".into()),
+        Provenance::Declared {} => ("declared", "typed, chosen, or from a preset or link".into()),
         Provenance::Probed { url, field } => ("probed", format!("read from {url} ({field})")),
         Provenance::Measured { what } => ("measured", format!("measured: {what}")),
     }
@@ -803,7 +803,7 @@ pub fn workload_form(cfg: &RunConfig) -> RawConfig {
             } => Some((
                 milli(rate_milli_rps),
                 match arrival {
-                    Arrival::Poisson => "poisson".to_owned(),
+                    Arrival::Poisson {} => "poisson".to_owned(),
                     Arrival::Gamma { shape_milli } => {
                         format!("gamma({})", milli(u64::from(shape_milli)))
                     }

@@ -317,7 +317,7 @@ pub(super) fn parse_list<T>(t: &str, item: impl Fn(&str) -> Option<T>) -> Option
 pub(super) fn parse_arrival(t: &str) -> Option<Arrival> {
     let t = t.trim().to_ascii_lowercase();
     if t == "poisson" {
-        return Some(Arrival::Poisson);
+        return Some(Arrival::Poisson {});
     }
     let inner = t
         .strip_prefix("gamma")?

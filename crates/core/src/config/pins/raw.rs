@@ -17,7 +17,7 @@ impl RawField {
     pub fn declared(text: impl Into<String>) -> Self {
         Self {
             text: text.into(),
-            source: Provenance::Declared,
+            source: Provenance::Declared {},
         }
     }
 }
