@@ -108,9 +108,11 @@ async fn the_browser_key_is_non_extractable_webcrypto_and_signs_valid_reports() 
     use pinbench::web::keystore::{signer, Signer};
     let s = signer().await.expect("a signer");
     assert!(matches!(s, Signer::WebCrypto { .. }), "{}", s.where_kept());
-    let mut r = report::open(SIGNED).expect("opens").report;
-    let figures = r.body.figures().expect("figures");
-    s.sign_report(&mut r, &figures).await.expect("signs");
+    let body = report::open(SIGNED).expect("opens").report.body;
+    let signed = pinbench::core::lifecycle::sign_body(body, &s)
+        .await
+        .expect("signs");
+    let (r, figures) = (signed.report, signed.figures);
     let opened = report::open(&r.to_json().expect("json")).expect("opens");
     match opened.verification {
         Verification::Valid { key_id, .. } => assert_eq!(key_id, s.key_id()),

@@ -18,7 +18,7 @@ use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{RawConfig, RunConfig};
 use crate::core::prompt::Calibration;
 use crate::core::record::RequestRecord;
-use crate::core::report::{ProbeSnapshot, Report, ReportBody};
+use crate::core::report::ProbeSnapshot;
 use crate::core::session::{Progress, RunSession, Wake};
 use crate::core::sign::KeyPair;
 
@@ -414,26 +414,18 @@ fn load_key(path: Option<&std::path::Path>) -> Result<KeyPair, CliError> {
             .ok_or_else(|| CliError::Report("no HOME for the signing key: pass --key".into()))?,
     };
     match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            let secret = serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|v| v["secret_key"].as_str().map(str::to_owned))
-                .unwrap_or_else(|| text.trim().to_owned());
-            KeyPair::from_secret_base64(&secret).map_err(|e| {
-                CliError::Report(format!("{} is not a signing key: {e}", path.display()))
-            })
-        }
+        Ok(text) => KeyPair::from_key_file(&text)
+            .map_err(|e| CliError::Report(format!("{} is not a signing key: {e}", path.display()))),
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(CliError::Report(format!(
             "could not read {}: {e}",
             path.display()
         ))),
         Err(_) => {
             let k = KeyPair::from_secret(random_bytes().map_err(CliError::Report)?);
-            let doc = serde_json::json!({"alg": "Ed25519", "key_id": k.key_id(), "public_key": k.public_key_base64(), "secret_key": k.secret_base64()});
             if let Some(dir) = path.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
-            write_private(&path, &doc.to_string())?;
+            write_private(&path, &k.to_key_file())?;
             eprintln!(
                 "pinbench: created a signing key {} in {}",
                 k.key_id(),
@@ -483,7 +475,6 @@ pub fn iso8601(unix_ms: u64) -> String {
 }
 
 fn progress_line(p: &Progress, protocol: &str) -> String {
-    let secs = p.now_us.saturating_sub(p.started_us) as f64 / 1e6;
     let done = p.planned.map_or(String::new(), |n| {
         let width = 24usize;
         let filled = (p.dispatched as usize * width / n.max(1) as usize).min(width);
@@ -501,7 +492,7 @@ fn progress_line(p: &Progress, protocol: &str) -> String {
         p.completed,
         p.in_flight.0,
         p.in_flight.1,
-        if secs > 0.0 { p.tokens as f64 / secs } else { 0.0 },
+        p.aggregate_tok_per_s(),
     )
 }
 
@@ -521,7 +512,7 @@ async fn drive(
     mut rx: mpsc::UnboundedReceiver<NetEvent>,
     clock: Clock,
     quiet: bool,
-    secrets: Vec<String>,
+    (api_key, extra_headers): (Option<ApiKey>, Vec<(String, String)>),
 ) -> Result<NativeRun, CliError> {
     let mut session = RunSession::new(
         cfg,
@@ -529,7 +520,7 @@ async fn drive(
         random_bytes().map_err(CliError::Report)?,
         clock.now_us(),
     );
-    session.set_secrets(secrets);
+    session.set_credentials(api_key, &extra_headers);
     let protocol = net.protocol();
     let tty = std::io::stderr().is_terminal();
     // Event-loop lag of this runtime: how late a 20 ms tick fires.
@@ -672,10 +663,9 @@ pub fn merge(a: &MergeArgs) -> Result<(), CliError> {
     let body = crate::core::share::merge::merge(&sources, created)
         .map_err(|e| CliError::Report(format!("cannot merge: {e}")))?;
     let info = body.merged.clone();
-    let mut report = Report::new(body);
-    report
-        .sign(&key)
-        .map_err(|e| CliError::Report(format!("could not sign the merged report: {e}")))?;
+    let report = block_on(lifecycle::sign_body(body, &key))?
+        .map_err(|e| CliError::Report(e.to_string()))?
+        .report;
     let text = report
         .to_json()
         .map_err(|e| CliError::Report(e.to_string()))?;
@@ -728,32 +718,33 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         let calibration = lifecycle::calibrate(&host, &cfg).await?;
         let clock = Clock::start();
         let url = format!("{}{}", cfg.endpoint.base_url, cfg.endpoint.dialect.path());
-        let key_value = api_key
-            .as_ref()
-            .and_then(|k| k.for_url(&url))
-            .map(str::to_owned);
-        let (net, rx) = NativeNet::open(
-            &url,
-            a.net.ca_cert.as_deref(),
-            key_value,
-            a.net.header.clone(),
-            clock,
-        )
-        .await?;
+        let (net, rx) =
+            NativeNet::open(&url, a.net.ca_cert.as_deref(), a.net.header.clone(), clock).await?;
         let extra: Vec<(String, String)> = a.net.header.iter().cloned().collect();
-        let secrets = lifecycle::secrets(api_key.as_ref(), &extra);
-        drive(cfg.clone(), calibration, net, rx, clock, a.quiet, secrets).await
+        drive(
+            cfg.clone(),
+            calibration,
+            net,
+            rx,
+            clock,
+            a.quiet,
+            (api_key, extra),
+        )
+        .await
     })??;
-    let probes = lifecycle::snapshots_for(&probes, &cfg.endpoint.base_url);
-    let (body, figures) =
-        ReportBody::build_figured(created, cfg, slo, probes, run.env, run.records)
-            .map_err(|e| CliError::Report(format!("could not build the report: {e}")))?;
-    let invalid = body.client.invalid;
-    let findings = body.client.findings.clone();
-    let mut report = Report::new(body);
-    report
-        .sign_figured(&key, &figures)
-        .map_err(|e| CliError::Report(format!("could not sign the report: {e}")))?;
+    let finished = lifecycle::Finished {
+        created,
+        cfg,
+        slo,
+        probes,
+        env: run.env,
+        records: run.records,
+    };
+    let report = block_on(lifecycle::finish(finished, &key))?
+        .map_err(|e| CliError::Report(e.to_string()))?
+        .report;
+    let invalid = report.body.client.invalid;
+    let findings = report.body.client.findings.clone();
     let text = report
         .to_json()
         .map_err(|e| CliError::Report(e.to_string()))?;

@@ -17,6 +17,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::core::http::HttpRequest;
 use crate::core::record::{error_message_from_body, Outcome, StreamEnd, WireTiming};
 use crate::core::session::{Outgoing, Transport};
 
@@ -232,7 +233,6 @@ pub struct NativeNet {
     clock: Clock,
     tx: mpsc::UnboundedSender<NetEvent>,
     aborts: HashMap<u32, oneshot::Sender<()>>,
-    api_key: Option<String>,
     extra_header: Option<(String, String)>,
 }
 
@@ -284,7 +284,6 @@ impl NativeNet {
     pub async fn open(
         url: &str,
         ca_cert: Option<&str>,
-        api_key: Option<String>,
         extra_header: Option<(String, String)>,
         clock: Clock,
     ) -> Result<(Self, mpsc::UnboundedReceiver<NetEvent>), NetError> {
@@ -305,7 +304,6 @@ impl NativeNet {
                 clock,
                 tx,
                 aborts: HashMap::new(),
-                api_key,
                 extra_header,
             },
             rx,
@@ -336,7 +334,6 @@ impl Transport for NativeNet {
             clock: self.clock,
             tx: self.tx.clone(),
             out: req.clone(),
-            api_key: self.api_key.clone(),
             extra_header: self.extra_header.clone(),
         };
         tokio::task::spawn_local(job.run(abort_rx));
@@ -354,7 +351,6 @@ struct Job {
     clock: Clock,
     tx: mpsc::UnboundedSender<NetEvent>,
     out: Outgoing,
-    api_key: Option<String>,
     extra_header: Option<(String, String)>,
 }
 
@@ -387,23 +383,7 @@ impl Job {
     async fn stream(&self, seen: &mut Seen) -> Result<StreamEnd, String> {
         let id = self.out.id;
         let (sender, connect_start) = self.conns.sender(self.clock).await?;
-        let uri: hyper::Uri = self.out.url.parse().map_err(|e| format!("{e}"))?;
-        let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
-        let mut b = hyper::Request::post(uri)
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .header(hyper::header::ACCEPT, "text/event-stream");
-        if matches!(sender, Sender::H1(_)) {
-            b = b.header(hyper::header::HOST, authority);
-        }
-        if let Some(k) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
-            b = b.header(hyper::header::AUTHORIZATION, format!("Bearer {k}"));
-        }
-        if let Some((k, v)) = &self.extra_header {
-            b = b.header(k.as_str(), v.as_str());
-        }
-        let req = b
-            .body(Full::new(Bytes::from(self.out.body.clone())))
-            .map_err(|e| e.to_string())?;
+        seen.protocol = Some(sender.protocol().into());
         let request_start = self.clock.now_us();
         let mut wire = WireTiming {
             connect_start_us: connect_start.unwrap_or(request_start),
@@ -411,18 +391,7 @@ impl Job {
             response_start_us: 0,
             response_end_us: 0,
         };
-        let (resp, h1) = match sender {
-            Sender::H2(mut s) => {
-                seen.protocol = Some("h2".into());
-                s.ready().await.map_err(|e| e.to_string())?;
-                (s.send_request(req).await.map_err(|e| e.to_string())?, None)
-            }
-            Sender::H1(mut s) => {
-                seen.protocol = Some("http/1.1".into());
-                let r = s.send_request(req).await.map_err(|e| e.to_string())?;
-                (r, Some(s))
-            }
-        };
+        let (resp, h1) = send(sender, &self.out.request, self.extra_header.as_ref()).await?;
         let t = self.clock.now_us();
         wire.response_start_us = t;
         seen.wire = Some(wire);
@@ -460,6 +429,54 @@ impl Job {
     }
 }
 
+impl Sender {
+    fn protocol(&self) -> &'static str {
+        match self {
+            Sender::H1(_) => "http/1.1",
+            Sender::H2(_) => "h2",
+        }
+    }
+}
+
+/// Sends the core's request as it is (plus a test's extra header; `Host` over HTTP/1.1)
+/// on `sender`; returns the response, and the HTTP/1.1 connection to reuse once its body
+/// is read.
+async fn send(
+    sender: Sender,
+    req: &HttpRequest,
+    extra_header: Option<&(String, String)>,
+) -> Result<
+    (
+        hyper::Response<hyper::body::Incoming>,
+        Option<http1::SendRequest<Full<Bytes>>>,
+    ),
+    String,
+> {
+    let uri: hyper::Uri = req.url.parse().map_err(|e| format!("{e}"))?;
+    let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
+    let method = hyper::Method::from_bytes(req.method.as_bytes()).map_err(|e| e.to_string())?;
+    let mut b = hyper::Request::builder().method(method).uri(uri);
+    if matches!(sender, Sender::H1(_)) {
+        b = b.header(hyper::header::HOST, authority);
+    }
+    for (k, v) in req.headers.iter().chain(extra_header) {
+        b = b.header(k.as_str(), v.as_str());
+    }
+    let body = Full::new(Bytes::from(req.body.clone().unwrap_or_default()));
+    let http = b.body(body).map_err(|e| e.to_string())?;
+    match sender {
+        Sender::H1(mut s) => {
+            let r = s.send_request(http).await.map_err(|e| e.to_string())?;
+            Ok((r, Some(s)))
+        }
+        Sender::H2(mut s) => {
+            s.ready().await.map_err(|e| e.to_string())?;
+            let r = s.send_request(http).await.map_err(|e| e.to_string())?;
+            Ok((r, None))
+        }
+    }
+}
+
 /// Largest body a plain request reads, bytes (an answer is a small JSON document; a
 /// server that sends more is cut off rather than read into memory without bound).
 pub const MAX_PLAIN_BODY: usize = 8 << 20;
@@ -470,7 +487,7 @@ pub const MAX_PLAIN_BODY: usize = 8 << 20;
 /// [`MAX_PLAIN_BODY`] bytes) is returned as text. Returns the status, the body and the
 /// clock's reading when the body ended.
 pub async fn exchange(
-    req: &crate::core::lifecycle::HttpRequest,
+    req: &HttpRequest,
     ca_cert: Option<&str>,
     extra_header: Option<&(String, String)>,
     clock: Clock,
@@ -478,29 +495,7 @@ pub async fn exchange(
 ) -> Result<(u16, String, u64), String> {
     let conns = Conns::for_url(&req.url, ca_cert).map_err(|e| e.to_string())?;
     let (sender, _) = conns.sender(clock).await?;
-    let uri: hyper::Uri = req.url.parse().map_err(|e| format!("{e}"))?;
-    let authority = uri.authority().map(|a| a.to_string()).unwrap_or_default();
-    let method = hyper::Method::from_bytes(req.method.as_bytes()).map_err(|e| e.to_string())?;
-    let mut b = hyper::Request::builder().method(method).uri(uri);
-    if matches!(sender, Sender::H1(_)) {
-        b = b.header(hyper::header::HOST, authority);
-    }
-    for (k, v) in &req.headers {
-        b = b.header(k.as_str(), v.as_str());
-    }
-    if let Some((k, v)) = extra_header {
-        b = b.header(k.as_str(), v.as_str());
-    }
-    let body = Full::new(Bytes::from(req.body.clone().unwrap_or_default()));
-    let http = b.body(body).map_err(|e| e.to_string())?;
-    let resp = match sender {
-        Sender::H1(mut s) => s.send_request(http).await,
-        Sender::H2(mut s) => {
-            s.ready().await.map_err(|e| e.to_string())?;
-            s.send_request(http).await
-        }
-    }
-    .map_err(|e| e.to_string())?;
+    let (resp, _) = send(sender, req, extra_header).await?;
     let status = resp.status().as_u16();
     let content_type = resp
         .headers()

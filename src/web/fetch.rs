@@ -81,19 +81,25 @@ pub fn attach_resource_timing(records: &mut [RequestRecord], url: &str) {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PageHost;
 
-/// A `web_sys::Request` of the core's request.
-fn web_request(req: &crate::core::lifecycle::HttpRequest) -> Result<web_sys::Request, String> {
+/// A `web_sys::Request` of the core's request, with a test's extra header and an abort
+/// signal when given.
+pub(crate) fn web_request(
+    req: &crate::core::lifecycle::HttpRequest,
+    extra: Option<&(String, String)>,
+    signal: Option<&web_sys::AbortSignal>,
+) -> Result<web_sys::Request, String> {
     let init = web_sys::RequestInit::new();
     init.set_method(req.method);
     init.set_mode(web_sys::RequestMode::Cors);
     let headers = web_sys::Headers::new().map_err(js_err)?;
-    for (k, v) in &req.headers {
+    for (k, v) in req.headers.iter().chain(extra) {
         headers.set(k, v).map_err(js_err)?;
     }
     init.set_headers(&headers);
     if let Some(b) = &req.body {
         init.set_body(&JsValue::from_str(b));
     }
+    init.set_signal(signal);
     web_sys::Request::new_with_str_and_init(&req.url, &init).map_err(js_err)
 }
 
@@ -132,7 +138,7 @@ impl crate::core::lifecycle::Host for PageHost {
         &self,
         req: crate::core::lifecycle::HttpRequest,
     ) -> Result<(u16, String), String> {
-        let resp = send(&web_request(&req)?).await?;
+        let resp = send(&web_request(&req, None, None)?).await?;
         let text = JsFuture::from(resp.text().map_err(js_err)?)
             .await
             .map_err(js_err)?
@@ -146,7 +152,7 @@ impl crate::core::lifecycle::Host for PageHost {
         req: crate::core::lifecycle::HttpRequest,
         sink: &mut dyn crate::core::lifecycle::StreamSink,
     ) -> Result<u64, String> {
-        let resp = send(&web_request(&req)?).await?;
+        let resp = send(&web_request(&req, None, None)?).await?;
         let ctype = resp.headers().get("content-type").ok().flatten();
         sink.on_headers(crate::web::now_us(), resp.status(), ctype.as_deref());
         let body = resp.body().ok_or("no response body")?;

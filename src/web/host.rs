@@ -10,10 +10,11 @@ use std::rc::{Rc, Weak};
 
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::closure::Closure;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::core::histogram::Hist;
+use crate::core::http::ApiKey;
 use crate::core::metrics::{ClientEnv, RunHost};
 use crate::core::pins::RunConfig;
 use crate::core::prompt::Calibration;
@@ -37,8 +38,8 @@ pub struct RunRequest {
     pub cfg: RunConfig,
     /// Prompt calibration measured before the run.
     pub calibration: Calibration,
-    /// API key (memory only; never stored or reported).
-    pub api_key: Option<String>,
+    /// API key, bound to its origin (memory only; never stored or reported).
+    pub api_key: Option<ApiKey>,
     /// Extra header for every request (fault injection in tests), if any.
     pub extra_header: Option<(String, String)>,
     /// 32 random bytes for the session.
@@ -116,7 +117,6 @@ struct Net {
     /// The in-flight requests' abort handles, by request id (a few hundred at most: a
     /// list, not a hash map, whose code and hasher the wasm would carry for this alone).
     controllers: Vec<(u32, web_sys::AbortController)>,
-    api_key: Option<String>,
     extra_header: Option<(String, String)>,
 }
 
@@ -132,11 +132,10 @@ impl Transport for Net {
             return;
         };
         self.controllers.push((req.id, controller.clone()));
-        let request = build_request(
-            req,
-            self.api_key.as_deref(),
+        let request = fetch::web_request(
+            &req.request,
             self.extra_header.as_ref(),
-            &controller.signal(),
+            Some(&controller.signal()),
         );
         let (st, id) = (self.state.clone(), req.id);
         wasm_bindgen_futures::spawn_local(async move {
@@ -177,33 +176,6 @@ fn network(message: &str) -> Outcome {
     Outcome::Network {
         message: message.to_owned(),
     }
-}
-
-fn build_request(
-    req: &Outgoing,
-    api_key: Option<&str>,
-    extra: Option<&(String, String)>,
-    signal: &web_sys::AbortSignal,
-) -> Result<web_sys::Request, String> {
-    let init = web_sys::RequestInit::new();
-    init.set_method("POST");
-    init.set_mode(web_sys::RequestMode::Cors);
-    init.set_body(&JsValue::from_str(&req.body));
-    init.set_signal(Some(signal));
-    let headers = web_sys::Headers::new().map_err(js_err)?;
-    headers
-        .set("Content-Type", "application/json")
-        .map_err(js_err)?;
-    if let Some(k) = api_key.filter(|k| !k.is_empty()) {
-        headers
-            .set("Authorization", &format!("Bearer {k}"))
-            .map_err(js_err)?;
-    }
-    if let Some((k, v)) = extra {
-        headers.set(k, v).map_err(js_err)?;
-    }
-    init.set_headers(&headers);
-    web_sys::Request::new_with_str_and_init(&req.url, &init).map_err(js_err)
 }
 
 /// Streams one response into the session: a timestamp per read, the bytes handed over
@@ -375,20 +347,14 @@ impl BrowserHost {
         let timer_resolution_us = web::timer_resolution_us();
         web::fetch::reset_resource_timing();
         let mut session = RunSession::new(req.cfg, req.calibration, seed, now_us());
-        session.set_secrets(
-            req.api_key
-                .iter()
-                .cloned()
-                .chain(req.extra_header.iter().map(|(_, v)| v.clone()))
-                .collect(),
-        );
+        let extra: Vec<(String, String)> = req.extra_header.iter().cloned().collect();
+        session.set_credentials(req.api_key, &extra);
         let state = Rc::new_cyclic(|weak: &Weak<RefCell<State>>| {
             RefCell::new(State {
                 session: Some(session),
                 net: Net {
                     state: weak.clone(),
                     controllers: Vec::new(),
-                    api_key: req.api_key,
                     extra_header: req.extra_header,
                 },
                 sink: Rc::new(sink),

@@ -7,8 +7,7 @@
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::core::metrics::Summary;
-use crate::core::report::{Report, SignatureBlock};
+use crate::core::lifecycle;
 use crate::core::sign::{self, KeyPair};
 use crate::web::store;
 
@@ -117,15 +116,16 @@ impl Signer {
             }
         }
     }
+}
 
-    /// Signs `report` (its card, showing `figures`, then itself).
-    pub async fn sign_report(&self, report: &mut Report, figures: &Summary) -> Result<(), String> {
-        let pk = self.public_key();
-        let card = report.card_to_sign(figures).map_err(|e| e.to_string())?;
-        report.attach_card_signature(SignatureBlock::ed25519(&pk, &self.sign(&card).await?));
-        let body = report.signed_bytes().map_err(|e| e.to_string())?;
-        report.attach_signature(SignatureBlock::ed25519(&pk, &self.sign(&body).await?));
-        Ok(())
+/// The lifecycle signs reports with this browser's key (`lifecycle::finish`).
+impl lifecycle::Signer for Signer {
+    fn public_key(&self) -> [u8; 32] {
+        Signer::public_key(self)
+    }
+
+    fn sign(&self, bytes: &[u8]) -> impl std::future::Future<Output = Result<[u8; 64], String>> {
+        Signer::sign(self, bytes)
     }
 }
 

@@ -23,6 +23,6 @@ pub mod stats;
 pub use config::{claim, pins, probe};
 pub use measure::{dialect, record, sse};
 pub use present::{chart, definitions, html, live, view};
-pub use run::{behaviour, lifecycle, prompt, schedule, session};
+pub use run::{behaviour, http, lifecycle, prompt, schedule, session};
 pub use share::{card, compare, import, jcs, merge, report, rows, sign, viewer};
 pub use stats::{histogram, metrics};

@@ -21,76 +21,15 @@ use crate::behaviour::{
 };
 use crate::dialect::Dialect;
 use crate::metrics::RunHost;
+use crate::metrics::{ClientEnv, Slo};
 use crate::pins::{self, wire_name, Provenance, RawConfig, RawField};
 use crate::probe::{self, Engine, Fill};
 use crate::prompt::{self, Calibration, CalibrationError};
 use crate::record::{RequestRecord, RequestTimeline, StreamEnd};
-use crate::report::ProbeSnapshot;
+use crate::report::{FiguredReport, ProbeSnapshot, Report, ReportBody, ReportError};
+use crate::sign::{KeyPair, SignatureBlock};
 
-/// One HTTP request as the core decided it: method, URL, every header and the body.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HttpRequest {
-    /// `GET` or `POST`.
-    pub method: &'static str,
-    /// Full URL.
-    pub url: String,
-    /// Headers to send, in order.
-    pub headers: Vec<(String, String)>,
-    /// Body (JSON) of a `POST`.
-    pub body: Option<String>,
-}
-
-impl HttpRequest {
-    /// A `GET` of `url`.
-    pub fn get(url: String) -> Self {
-        Self {
-            method: "GET",
-            url,
-            headers: Vec::new(),
-            body: None,
-        }
-    }
-
-    /// A `POST` of a JSON body.
-    pub fn post_json(url: String, body: String) -> Self {
-        Self {
-            method: "POST",
-            url,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: Some(body),
-        }
-    }
-
-    /// A streaming `POST` of a JSON body to a model endpoint, with the API key when it is
-    /// bound to the URL's origin.
-    pub fn stream(url: String, body: String, key: Option<&ApiKey>) -> Self {
-        let mut r = Self::post_json(url, body);
-        r.headers
-            .push(("accept".into(), "text/event-stream".into()));
-        if let Some(k) = key.and_then(|k| k.for_url(&r.url)) {
-            r.headers
-                .push(("authorization".into(), format!("Bearer {k}")));
-        }
-        r
-    }
-}
-
-/// Where a streamed response's events go, timestamped by the host as they arrive.
-pub trait StreamSink {
-    /// Response headers arrived at `t_us`.
-    fn on_headers(&mut self, t_us: u64, status: u16, content_type: Option<&str>);
-    /// Body bytes arrived at `t_us`.
-    fn on_bytes(&mut self, t_us: u64, bytes: &[u8]);
-}
-
-impl StreamSink for RequestTimeline {
-    fn on_headers(&mut self, t_us: u64, status: u16, content_type: Option<&str>) {
-        RequestTimeline::on_headers(self, t_us, status, content_type);
-    }
-    fn on_bytes(&mut self, t_us: u64, bytes: &[u8]) {
-        RequestTimeline::on_bytes(self, t_us, bytes);
-    }
-}
+pub use super::http::{secrets, ApiKey, HttpRequest, StreamSink};
 
 /// What a host gives the lifecycle: a clock, randomness and a network. It decides nothing.
 ///
@@ -120,40 +59,6 @@ pub trait Host {
     ) -> impl Future<Output = Result<u64, String>>;
     /// Waits `ms` milliseconds.
     fn sleep_ms(&self, ms: u32) -> impl Future<Output = ()>;
-}
-
-/// An API key and the origin it was given for: it is sent to that origin only, so a pins
-/// file or a link that names another endpoint cannot collect it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey {
-    /// The key.
-    pub value: String,
-    /// `scheme://host:port` it belongs to.
-    pub origin: String,
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ApiKey(<redacted> for {})", self.origin)
-    }
-}
-
-impl ApiKey {
-    /// A key for the origin of `url`; `None` when the key is empty or the URL is not
-    /// `http(s)://host:port`.
-    pub fn for_endpoint(value: &str, url: &str) -> Option<Self> {
-        let value = value.trim();
-        (!value.is_empty()).then_some(())?;
-        Some(Self {
-            value: value.to_owned(),
-            origin: pins::origin_of(url)?,
-        })
-    }
-
-    /// The key, when `url` is on its origin.
-    pub fn for_url(&self, url: &str) -> Option<&str> {
-        (pins::origin_of(url).as_deref() == Some(self.origin.as_str())).then_some(&self.value)
-    }
 }
 
 /// Errors of the lifecycle's steps (each a message a user can act on).
@@ -192,6 +97,12 @@ pub enum LifecycleError {
     /// The `/tokenize` calibration failed.
     #[error(transparent)]
     Calibration(#[from] CalibrationError),
+    /// The report could not be built from the records.
+    #[error("Could not build the report: {0}")]
+    Build(String),
+    /// The signer refused.
+    #[error("Could not sign the report: {0}")]
+    Sign(String),
 }
 
 /// What a probe read: the pins it found (with their provenance) and, for the report, what
@@ -570,16 +481,6 @@ pub async fn calibrate<H: Host>(
     .await?)
 }
 
-/// The secrets a run must never write into its records: the API key and the values of
-/// any extra headers (a server that echoes a request back cannot leak them into a report).
-pub fn secrets(key: Option<&ApiKey>, extra_headers: &[(String, String)]) -> Vec<String> {
-    key.map(|k| k.value.clone())
-        .into_iter()
-        .chain(extra_headers.iter().map(|(_, v)| v.clone()))
-        .filter(|s| !s.is_empty())
-        .collect()
-}
-
 /// What checking a report file came to, worst last: the order is the exit status's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CheckOutcome {
@@ -600,6 +501,83 @@ impl CheckOutcome {
             CheckOutcome::Bad => 1,
         }
     }
+}
+
+/// A key that signs reports: a software key ([`KeyPair`]) or one the host keeps and that
+/// answers later (a non-extractable WebCrypto key).
+pub trait Signer {
+    /// The 32-byte Ed25519 public key.
+    fn public_key(&self) -> [u8; 32];
+    /// The Ed25519 signature of `bytes`, or why there is none.
+    fn sign(&self, bytes: &[u8]) -> impl Future<Output = Result<[u8; 64], String>>;
+}
+
+impl Signer for KeyPair {
+    fn public_key(&self) -> [u8; 32] {
+        KeyPair::public_key(self)
+    }
+
+    fn sign(&self, bytes: &[u8]) -> impl Future<Output = Result<[u8; 64], String>> {
+        std::future::ready(Ok(KeyPair::sign(self, bytes)))
+    }
+}
+
+/// What a run measured, with what its report needs besides the records.
+#[derive(Clone, Debug)]
+pub struct Finished {
+    /// When the run started (ISO 8601, by the host's wall clock).
+    pub created: String,
+    /// The pins it ran with.
+    pub cfg: pins::RunConfig,
+    /// Goodput SLOs, if set.
+    pub slo: Option<Slo>,
+    /// What the probes read (only this endpoint's are kept: [`snapshots_for`]).
+    pub probes: Vec<ProbeSnapshot>,
+    /// The measuring loop's environment.
+    pub env: ClientEnv,
+    /// Every record, in dispatch order.
+    pub records: Vec<RequestRecord>,
+}
+
+/// The end of every run, on every host: the report built from the records (figures,
+/// client verdict by the host's limits, this endpoint's probe evidence), then signed
+/// with a fresh card of its figures.
+pub async fn finish(run: Finished, signer: &impl Signer) -> Result<FiguredReport, LifecycleError> {
+    let probes = snapshots_for(&run.probes, &run.cfg.endpoint.base_url);
+    let (body, figures) =
+        ReportBody::build_figured(run.created, run.cfg, run.slo, probes, run.env, run.records)
+            .map_err(built)?;
+    sign_figured(body, figures, signer).await
+}
+
+/// Signs a body built elsewhere (a merge, an interrupted run's checkpoint), its figures
+/// computed from its records.
+pub async fn sign_body(
+    body: ReportBody,
+    signer: &impl Signer,
+) -> Result<FiguredReport, LifecycleError> {
+    let figures = body.figures().map_err(built)?;
+    sign_figured(body, figures, signer).await
+}
+
+fn built(e: ReportError) -> LifecycleError {
+    LifecycleError::Build(e.to_string())
+}
+
+async fn sign_figured(
+    body: ReportBody,
+    figures: crate::metrics::Summary,
+    signer: &impl Signer,
+) -> Result<FiguredReport, LifecycleError> {
+    let mut report = Report::new(body);
+    let pk = signer.public_key();
+    let card = report.card_to_sign(&figures).map_err(built)?;
+    let sig = signer.sign(&card).await.map_err(LifecycleError::Sign)?;
+    report.attach_card_signature(SignatureBlock::ed25519(&pk, &sig));
+    let body = report.signed_bytes().map_err(built)?;
+    let sig = signer.sign(&body).await.map_err(LifecycleError::Sign)?;
+    report.attach_signature(SignatureBlock::ed25519(&pk, &sig));
+    Ok(FiguredReport { report, figures })
 }
 
 /// Checks a report's text: its signature against the trusted keys (base64 public keys or

@@ -2,6 +2,7 @@
 //! and the synthetic prompts.
 
 pub mod behaviour;
+pub mod http;
 pub mod lifecycle;
 pub mod prompt;
 pub mod schedule;

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dialect::{Dialect, RequestSpec};
 use crate::histogram::Hist;
+use crate::http::{ApiKey, HttpRequest};
 use crate::metrics::{self, Phase};
 use crate::pins::{PromptExactness, RunConfig};
 use crate::probe::Engine;
@@ -38,10 +39,9 @@ pub const STEP_GAP_US: u64 = 50_000;
 pub struct Outgoing {
     /// The request's id (its dispatch index over the whole run).
     pub id: u32,
-    /// Full URL.
-    pub url: String,
-    /// JSON body.
-    pub body: String,
+    /// The request, every header decided ([`HttpRequest::stream`]): the host sends it as
+    /// it is.
+    pub request: HttpRequest,
 }
 
 /// What the session needs from a host's network: start a streaming POST, abort one.
@@ -66,7 +66,8 @@ pub enum Wake {
 }
 
 /// Live progress, cheap to take (the host publishes it at a few Hz).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Progress {
     /// Current step (0-based) and number of steps.
     pub step: (usize, usize),
@@ -102,67 +103,19 @@ pub struct Progress {
     pub tpot_q: Option<[u64; 3]>,
 }
 
-/// Read through a JSON tree: `Progress` is the run worker's message to the page, written
-/// by this program, and this reader is a few hundred bytes of wasm where serde's derived
-/// one was 7 KB. Missing `Option` members read as `None`, as serde reads them.
-impl<'de> Deserialize<'de> for Progress {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = serde_json::Value::deserialize(d)?;
-        progress_of(&v).ok_or_else(|| serde::de::Error::custom("not a run's progress"))
+impl Progress {
+    /// Aggregate output tok/s since the run started (all streams, requests in flight
+    /// included): what the live view and the command line's progress line show.
+    pub fn aggregate_tok_per_s(&self) -> f64 {
+        let secs = self.now_us.saturating_sub(self.started_us) as f64 / 1e6;
+        if secs > 0.0 {
+            self.tokens as f64 / secs
+        } else {
+            0.0
+        }
     }
 }
 
-fn progress_of(v: &serde_json::Value) -> Option<Progress> {
-    use serde_json::Value;
-    let n = |k: &str| v.get(k)?.as_u64();
-    let n32 = |x: &Value| u32::try_from(x.as_u64()?).ok();
-    let opt = |k: &str| v.get(k).filter(|x| !x.is_null());
-    let list = |x: &Value, len: usize| x.as_array().filter(|a| a.len() == len).cloned();
-    let pair = |k: &str| {
-        let a = list(v.get(k)?, 2)?;
-        Some((a[0].as_u64()?, a[1].as_u64()?))
-    };
-    let quantiles = |k: &str| -> Option<Option<[u64; 3]>> {
-        match opt(k) {
-            None => Some(None),
-            Some(x) => {
-                let a = list(x, 3)?;
-                Some(Some([a[0].as_u64()?, a[1].as_u64()?, a[2].as_u64()?]))
-            }
-        }
-    };
-    let (step, in_flight, decode) = (pair("step")?, pair("in_flight")?, pair("decode")?);
-    let mut errors = BTreeMap::new();
-    for (k, c) in v.get("errors")?.as_object()? {
-        errors.insert(k.clone(), n32(c)?);
-    }
-    Some(Progress {
-        step: (usize::try_from(step.0).ok()?, usize::try_from(step.1).ok()?),
-        dispatched: n32(v.get("dispatched")?)?,
-        completed: n32(v.get("completed")?)?,
-        planned: match opt("planned") {
-            None => None,
-            Some(x) => Some(n32(x)?),
-        },
-        in_flight: (
-            u32::try_from(in_flight.0).ok()?,
-            u32::try_from(in_flight.1).ok()?,
-        ),
-        tokens: n("tokens")?,
-        started_us: n("started_us")?,
-        now_us: n("now_us")?,
-        phase: match opt("phase") {
-            None => None,
-            Some(x) => Some(x.as_str()?.to_owned()),
-        },
-        errors,
-        decode: (decode.0, u32::try_from(decode.1).ok()?),
-        held_by_cap: n32(v.get("held_by_cap")?)?,
-        finished: v.get("finished")?.as_bool()?,
-        ttft_q: quantiles("ttft_q")?,
-        tpot_q: quantiles("tpot_q")?,
-    })
-}
 /// The live quantiles shown while a run goes.
 pub const LIVE_QUANTILES: [f64; 3] = [0.5, 0.9, 0.99];
 
@@ -239,6 +192,8 @@ pub struct RunSession {
     continuous_usage: bool,
     /// Secrets the host sends (API key, header values), kept out of every record.
     secrets: Vec<String>,
+    /// The API key requests carry ([`Self::set_credentials`]).
+    api_key: Option<ApiKey>,
     seeds: Rng,
     plan_rng: Rng,
     step: usize,
@@ -275,6 +230,7 @@ impl RunSession {
                 .and_then(|e| Engine::from_pin(e))
                 .is_some_and(Engine::streams_continuous_usage),
             secrets: Vec::new(),
+            api_key: None,
             cfg,
             url,
             dialect,
@@ -305,10 +261,12 @@ impl RunSession {
         &self.url
     }
 
-    /// Secrets the host sends with each request (the API key, header values): any server
-    /// message that echoes one is redacted before it is recorded.
-    pub fn set_secrets(&mut self, secrets: Vec<String>) {
-        self.secrets = secrets;
+    /// The API key every request carries (to its own origin only), and the values of the
+    /// host's extra headers: any server message that echoes one of them is redacted before
+    /// it is recorded ([`crate::http::secrets`]).
+    pub fn set_credentials(&mut self, key: Option<ApiKey>, extra_headers: &[(String, String)]) {
+        self.secrets = crate::http::secrets(key.as_ref(), extra_headers);
+        self.api_key = key;
     }
 
     /// The configuration being run.
@@ -468,8 +426,7 @@ impl RunSession {
         self.progress.phase = Some(phase_name(d.phase).to_owned());
         transport.send(&Outgoing {
             id: index,
-            url: self.url.clone(),
-            body,
+            request: HttpRequest::stream(self.url.clone(), body, self.api_key.as_ref()),
         });
     }
 

@@ -93,7 +93,8 @@ impl SimNet {
 
 impl Transport for SimNet {
     fn send(&mut self, req: &Outgoing) {
-        let body: serde_json::Value = serde_json::from_str(&req.body).expect("JSON body");
+        let body: serde_json::Value =
+            serde_json::from_str(req.request.body.as_deref().unwrap_or("")).expect("JSON body");
         let n = body["max_tokens"].as_u64().expect("max_tokens") as u32;
         assert!(self.live.insert(req.id), "id {} sent twice", req.id);
         self.sends.push((self.now, req.id));
@@ -598,8 +599,9 @@ struct Bodies(Vec<serde_json::Value>);
 
 impl Transport for Bodies {
     fn send(&mut self, req: &Outgoing) {
-        self.0
-            .push(serde_json::from_str(&req.body).expect("JSON body"));
+        self.0.push(
+            serde_json::from_str(req.request.body.as_deref().unwrap_or("")).expect("JSON body"),
+        );
     }
     fn abort(&mut self, _id: u32) {}
 }
@@ -676,4 +678,38 @@ fn progress_reads_back_as_written() {
         assert!(serde_json::from_value::<Progress>(w).is_err(), "{k}");
     }
     assert!(serde_json::from_str::<Progress>("[]").is_err());
+}
+
+/// Every stream carries the headers the core decided: JSON in, SSE out, and the API key
+/// only when it belongs to the endpoint's origin; its value is a secret of the records.
+#[test]
+fn streams_carry_the_key_of_their_own_origin_only() {
+    use crate::http::ApiKey;
+    #[derive(Default)]
+    struct Requests(Vec<crate::http::HttpRequest>);
+    impl Transport for Requests {
+        fn send(&mut self, req: &Outgoing) {
+            self.0.push(req.request.clone());
+        }
+        fn abort(&mut self, _id: u32) {}
+    }
+    let cfg = crate::pins::Pins::reference()
+        .endpoint("http://127.0.0.1:8000/v1/")
+        .concurrency(1)
+        .build()
+        .expect("pinned");
+    for (key_url, sent) in [
+        ("http://127.0.0.1:8000", true),
+        ("http://evil.example:8000", false),
+    ] {
+        let mut s = RunSession::new(cfg.clone(), Calibration::default(), [1; 32], 0);
+        s.set_credentials(ApiKey::for_endpoint("sk-123", key_url), &[]);
+        let mut t = Requests::default();
+        s.poll(0, &mut t);
+        let r = &t.0[0];
+        assert_eq!(r.method, "POST");
+        let has = |k: &str, v: &str| r.headers.iter().any(|(a, b)| a == k && b == v);
+        assert!(has("content-type", "application/json") && has("accept", "text/event-stream"));
+        assert_eq!(has("authorization", "Bearer sk-123"), sent, "{key_url}");
+    }
 }

@@ -204,6 +204,26 @@ impl KeyPair {
         crate::base64::encode(&self.key.to_bytes())
     }
 
+    /// The key file both hosts write and read: `{"alg": "Ed25519", "key_id", "public_key",
+    /// "secret_key"}` (the tab's export, the command line's `~/.config/pinbench`).
+    pub fn to_key_file(&self) -> String {
+        serde_json::json!({
+            "alg": ALG,
+            "key_id": self.key_id(),
+            "public_key": self.public_key_base64(),
+            "secret_key": self.secret_base64(),
+        })
+        .to_string()
+    }
+
+    /// Reads a key file ([`KeyPair::to_key_file`]) or a bare base64 secret.
+    pub fn from_key_file(text: &str) -> Result<Self, SignError> {
+        let secret = serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| v["secret_key"].as_str().map(str::to_owned));
+        Self::from_secret_base64(secret.as_deref().unwrap_or(text))
+    }
+
     /// The 32-byte public key.
     pub fn public_key(&self) -> [u8; 32] {
         self.key.verifying_key().to_bytes()

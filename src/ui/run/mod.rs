@@ -1,0 +1,511 @@
+//! The Run screen: the pinned config form (with presets, probe, checklist and fit check),
+//! the live view, and the results with a signed report download.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::core::html;
+use crate::core::lifecycle::{self, FillPolicy};
+use crate::core::metrics::{RunHost, Slo};
+use crate::core::pins::{self, wire_name, FitInputs, RawConfig, RawField, RunConfig};
+use crate::core::report::{FiguredReport, ProbeSnapshot};
+use crate::core::session::Progress;
+use crate::web::fetch::PageHost;
+use crate::web::host::{BrowserHost, LagMonitor, RunRequest, LAG_PROBE_MS};
+use crate::web::store::{remove_checkpoint, stored_checkpoints};
+use crate::web::worker::WorkerRun;
+use crate::web::{self, keystore};
+
+use super::form;
+
+mod api_key;
+mod key;
+mod live;
+mod results;
+mod session;
+use session::{post_to_collector, RunContext, RunHandle, RunSinks};
+
+/// The default endpoint: the reference server's HTTP/2 address (`scripts/serve.sh`), on
+/// which every preset can run (over http:// a browser keeps at most 6 requests in flight).
+const DEFAULT_ENDPOINT: &str = "https://127.0.0.1:8443";
+
+/// The URL fragment that carries shared pins.
+const SHARE_PREFIX: &str = "#pins=";
+
+/// The form to start with, and whether its pins came from a link (`#pins=`).
+fn initial_form() -> (RawConfig, bool) {
+    let shared = web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .and_then(|h| h.strip_prefix(SHARE_PREFIX).map(str::to_owned))
+        .and_then(|enc| js_sys::decode_uri_component(&enc).ok())
+        .and_then(|s| s.as_string())
+        .and_then(|text| RawConfig::from_share_json(&text));
+    if let Some(r) = shared {
+        return (r, true);
+    }
+    let mut r = RawConfig::default();
+    for (name, text) in [
+        ("endpoint_url", DEFAULT_ENDPOINT),
+        ("dialect", "completions"),
+        ("load_mode", "closed"),
+    ] {
+        if let Some(f) = r.field_mut(name) {
+            *f = RawField::declared(text);
+        }
+    }
+    (r, false)
+}
+
+/// The Run screen.
+#[component]
+pub fn RunPage() -> impl IntoView {
+    let (first_form, from_link) = initial_form();
+    let form = RwSignal::new(first_form);
+    // A run started by a link (`?autorun=1#pins=…`): only against a loopback endpoint,
+    // never with a remembered API key; `&collect=URL` (loopback) receives the report.
+    let autorun = crate::web::files::query_param("autorun").as_deref() == Some("1");
+    let collect = StoredValue::new(
+        crate::web::files::query_param("collect").filter(|u| pins::is_loopback_url(u)),
+    );
+    let endpoint_origin = move || form.with(|f| pins::origin_of(&f.endpoint_url.text));
+    let key = api_key::ApiKeyField::new(form, autorun);
+    let probe_msg = RwSignal::new(String::new());
+    let cert_help = RwSignal::new(None::<String>);
+    let running = RwSignal::new(false);
+    let progress = RwSignal::new(Progress::default());
+    let report = RwSignal::new(None::<FiguredReport>);
+    let slo_fields = RwSignal::new((String::new(), String::new(), String::new()));
+    // What the last probe read, kept in the report beside the pins it filled.
+    let probes = RwSignal::new(Vec::<ProbeSnapshot>::new());
+    let run_error = RwSignal::new(String::new());
+    // A failed build or sign: the records and the error, offered as an unsigned download.
+    let unsigned = RwSignal::new(None::<String>);
+    let handle = StoredValue::new_local(None::<RunHandle>);
+    // The page's own event-loop lag during a run (the worker measures its own).
+    let page_lag = StoredValue::new_local(None::<LagMonitor>);
+    let page_lag_text = RwSignal::new(String::new());
+    #[allow(clippy::redundant_closure)]
+    let pinned = Memo::new(move |_| form.with(|f| RunConfig::try_from(f)));
+    let fit = Memo::new(move |_| form.with(|f| pins::fit_check(&FitInputs::from_raw(f))));
+
+    let apply_preset = move |p: &'static pins::Preset| form.update(|f| p.apply(f));
+    let on_probe = move |_| {
+        let base = form.with_untracked(|f| f.endpoint_url.text.clone());
+        probe_msg.set("Probing…".into());
+        cert_help.set(None);
+        spawn_local(async move {
+            match lifecycle::probe(&PageHost, &base).await {
+                Ok(p) => {
+                    probes.set(p.snapshots);
+                    let changed = form
+                        .try_update(|f| lifecycle::apply_fills(f, &p.fills, FillPolicy::Replace));
+                    probe_msg.set(format!(
+                        "Probed: {}",
+                        changed.unwrap_or_default().join(", ")
+                    ));
+                }
+                Err(e) => {
+                    // An https endpoint that cannot be read may be a self-signed certificate
+                    // the browser has not accepted yet (the reference server's is).
+                    if let Some(b) =
+                        pins::parse_base_url(&base).filter(|b| b.starts_with("https://"))
+                    {
+                        cert_help.set(Some(format!("{b}/v1/models")));
+                    }
+                    probe_msg.set(e.to_string());
+                }
+            }
+        });
+    };
+    let behaviour_msg = RwSignal::new(String::new());
+    let on_behaviour = move |_| {
+        let target = match form.with_untracked(lifecycle::Target::of_form) {
+            Ok(t) => t,
+            Err(e) => return behaviour_msg.set(e.to_string()),
+        };
+        let key = key.for_url(&target.base_url);
+        behaviour_msg.set("Measuring the server's behaviour (a few requests)…".into());
+        spawn_local(async move {
+            match lifecycle::behaviour(&PageHost, &target, key.as_ref()).await {
+                Ok(b) => {
+                    form.update(|f| {
+                        lifecycle::apply_fills(f, &b.fills, FillPolicy::Replace);
+                    });
+                    probes.update(|p| lifecycle::replace_behaviour_evidence(p, b.snapshots));
+                    behaviour_msg.set(b.lines.join("\n"));
+                }
+                Err(e) => behaviour_msg.set(format!("The behaviour probes stopped: {e}")),
+            }
+        });
+    };
+    let on_start = move |()| {
+        let collect = collect.get_value();
+        let Ok(cfg) = pinned.get_untracked() else {
+            return;
+        };
+        let slo = match slo_fields.with_untracked(|(a, b, c)| Slo::from_ms_fields(a, b, c)) {
+            Ok(s) => s,
+            Err(e) => return run_error.set(e),
+        };
+        running.set(true);
+        report.set(None);
+        unsigned.set(None);
+        run_error.set(String::new());
+        progress.set(Progress::default());
+        // Only a key entered for this very endpoint is sent.
+        let key = key.for_url(&cfg.endpoint.base_url);
+        spawn_local(async move {
+            let calibration = match lifecycle::calibrate(&PageHost, &cfg).await {
+                Ok(c) => c,
+                Err(e) => {
+                    running.set(false);
+                    return run_error.set(e.to_string());
+                }
+            };
+            let created = js_sys::Date::new_0()
+                .to_iso_string()
+                .as_string()
+                .unwrap_or_default();
+            // Only what was read from this endpoint (the URL may have changed since).
+            let snapshots =
+                probes.with_untracked(|p| lifecycle::snapshots_for(p, &cfg.endpoint.base_url));
+            // No run without the browser's random generator (arrivals, nonces).
+            let seed = match web::random_seed() {
+                Ok(s) => s,
+                Err(e) => {
+                    running.set(false);
+                    return run_error.set(e);
+                }
+            };
+            let ctx = RunContext::new(created, cfg.clone(), slo, snapshots);
+            let req = RunRequest {
+                cfg,
+                calibration,
+                api_key: key,
+                extra_header: None,
+                seed: seed.to_vec(),
+            };
+            let sinks = RunSinks {
+                ctx: ctx.clone(),
+                progress,
+                report,
+                unsigned,
+                run_error,
+                running,
+                handle,
+                page_lag,
+                page_lag_text,
+                collect: collect.clone(),
+            };
+            if let Some(url) = &collect {
+                post_to_collector(&format!("{url}?event=start"), "{}".into());
+            }
+            page_lag.set_value(Some(LagMonitor::start(LAG_PROBE_MS)));
+            let h = match WorkerRun::start(req.clone(), sinks.worker_sink(req.clone())) {
+                Ok(w) => RunHandle::Worker(w),
+                Err(e) => {
+                    web_sys::console::warn_1(
+                        &format!(
+                            "pinbench: no run worker ({e}); running on the page's main thread"
+                        )
+                        .into(),
+                    );
+                    RunHandle::Page(BrowserHost::start(
+                        req,
+                        RunHost::MainThread,
+                        sinks.page_sink(),
+                    ))
+                }
+            };
+            handle.set_value(Some(h));
+        });
+    };
+    if autorun {
+        let ok = pinned.with_untracked(|p| {
+            p.as_ref()
+                .map(|c| pins::is_loopback_url(&c.endpoint.base_url))
+                .unwrap_or(false)
+        });
+        if ok {
+            on_start(());
+        } else {
+            run_error.set("This link asks to start a run, but a run started by a link must have every pin set and a loopback endpoint (127.0.0.1, localhost or [::1]). Check the pins and press Start yourself.".into());
+        }
+    }
+    let interrupted = RwSignal::new_local(stored_checkpoints().into_iter().next());
+    let on_interrupted_discard = move |()| {
+        if let Some((key, _)) = interrupted.get_untracked() {
+            remove_checkpoint(&key);
+        }
+        interrupted.set(stored_checkpoints().into_iter().next());
+    };
+    let on_interrupted_report = move |()| {
+        let Some((_, cp)) = interrupted.get_untracked() else {
+            return;
+        };
+        match cp.into_body() {
+            Ok(body) => spawn_local(async move {
+                let signed = match keystore::signer().await {
+                    Ok(s) => lifecycle::sign_body(body, &s)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(format!("Could not sign the report: {e}")),
+                };
+                match signed {
+                    Ok(r) => {
+                        report.set(Some(r));
+                        on_interrupted_discard(());
+                    }
+                    Err(e) => run_error.set(e),
+                }
+            }),
+            Err(e) => run_error.set(format!(
+                "Could not build a report from the interrupted run: {e}"
+            )),
+        }
+    };
+    let on_stop = move |_| {
+        handle.with_value(|h| {
+            if let Some(h) = h {
+                h.stop();
+            }
+        });
+    };
+    // A re-run of a received report: its workload pins, everything else cleared; when the
+    // run ends, Compare opens with both.
+    let nav = use_context::<crate::ui::Nav>();
+    let lib = use_context::<crate::ui::viewer::Library>();
+    let rerun_of = RwSignal::new(None::<(String, usize)>);
+    if let Some(nav) = nav {
+        Effect::new(move |_| {
+            let Some(r) = nav.rerun.get() else {
+                return;
+            };
+            form.update(|f| {
+                for &(name, _) in RawConfig::FIELDS {
+                    if let Some(field) = f.field_mut(name) {
+                        *field = r.form.field(name).cloned().unwrap_or_default();
+                    }
+                }
+            });
+            report.set(None);
+            rerun_of.set(Some((r.title.clone(), r.source)));
+            nav.rerun.set(None);
+        });
+        Effect::new(move |_| {
+            let Some(done) = report.get() else {
+                return;
+            };
+            let (Some((title, source)), Some(lib)) = (rerun_of.get_untracked(), lib) else {
+                return;
+            };
+            rerun_of.set(None);
+            let Ok(text) = done.report.to_json() else {
+                return;
+            };
+            if lib
+                .open_text(format!("re-run of {title}"), None, &text)
+                .is_ok()
+            {
+                let new = lib.entries.with_untracked(Vec::len).saturating_sub(1);
+                lib.compare_picks.set(vec![source, new]);
+                nav.section.set(crate::ui::Section::Compare);
+            }
+        });
+    }
+    // The run's planned duration, when every window is a duration.
+    let planned_ms = Memo::new(move |_| {
+        pinned.with(|c| {
+            let c = c.as_ref().ok()?;
+            let w = c.window.value;
+            let ms = |s: pins::Span| match s {
+                pins::Span::Duration { ms } => Some(ms),
+                pins::Span::Requests { .. } => None,
+            };
+            Some(
+                (ms(w.warmup)? + ms(w.measured)? + ms(w.cooldown)?)
+                    * c.load.value.steps.len() as u64,
+            )
+        })
+    });
+    // Status changes, announced to screen readers.
+    let status = Memo::new(move |_| {
+        if running.get() {
+            "A run is in progress.".to_owned()
+        } else if report.with(Option::is_some) {
+            "The run finished: its signed report is below.".to_owned()
+        } else if !run_error.get().is_empty() {
+            "The run stopped with an error.".to_owned()
+        } else {
+            String::new()
+        }
+    });
+    let summary = Memo::new(move |_| {
+        pinned.with(|p| {
+            p.as_ref()
+                .ok()
+                .map(|c| (pins::plan_summary(c, None), c.load.value.steps.len()))
+        })
+    });
+
+    // The checklist's links move the focus to their field (one handler for the list).
+    let on_checklist_click = move |ev: leptos::ev::MouseEvent| {
+        use wasm_bindgen::JsCast;
+        let href = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .and_then(|e| e.closest("a[href^='#pin-']").ok().flatten())
+            .and_then(|a| a.get_attribute("href"));
+        if let Some(id) = href.as_deref().and_then(|h| h.strip_prefix('#')) {
+            ev.prevent_default();
+            focus_id(id);
+        }
+    };
+
+    view! {
+        <section class="run" aria-label="Run a benchmark">
+            {move || interrupted.get().map(|(_, cp)| {
+                let n = cp.records.len();
+                let created = cp.created.clone();
+                let model = cp.config.model.id.value.clone();
+                view! {
+                    <div class="run__interrupted" role="alert" data-testid="interrupted-run">
+                        {format!("A run was interrupted when its tab closed ({model}, started {created}): {n} completed requests were kept. ")}
+                        <button data-testid="interrupted-report" on:click=move |_| on_interrupted_report(())>"Build a signed report from them"</button>
+                        " "
+                        <button data-testid="interrupted-discard" on:click=move |_| on_interrupted_discard(())>"Discard"</button>
+                    </div>
+                }
+            })}
+            {move || rerun_of.get().map(|(title, _)| view! {
+                <p class="notice" data-testid="rerun-banner" role="note">
+                    {format!("Re-running the workload pins of “{title}”. Type your endpoint and its API, press Probe endpoint for its server pins, then Start: Compare opens with both reports when the run ends.")}
+                </p>
+            })}
+            {from_link.then(|| view! {
+                <p class="report__warn" data-testid="link-pins" role="note">
+                    {move || format!(
+                        "These pins came from a link: check them before Start. Requests will go to {}.",
+                        endpoint_origin().unwrap_or_else(|| "an endpoint that is not set".into())
+                    )}
+                </p>
+            })}
+            <div class="run__toolbar">
+                <div class="run__presets-all">
+                    {preset_groups()
+                        .into_iter()
+                        .enumerate()
+                        .map(|(gi, (group, presets))| {
+                            let label_id = format!("presets-label-{gi}");
+                            let labelled_by = label_id.clone();
+                            view! {
+                                <div class="run__presets" role="group" aria-labelledby=labelled_by>
+                                    <span class="run__toolbar-label" id=label_id>{if gi == 0 { "Workload presets".to_owned() } else { group.to_owned() }}</span>
+                                    {presets
+                                        .into_iter()
+                                        .map(|p| {
+                                            let on = move || form.with(|f| p.all_fills().all(|(n, t)| f.field(n).is_some_and(|x| x.text == t)));
+                                            view! {
+                                                <button
+                                                    type="button"
+                                                    class="chip"
+                                                    aria-pressed=move || if on() { "true" } else { "false" }
+                                                    data-testid=format!("preset-{}", p.id)
+                                                    on:click=move |_| {
+                                                        apply_preset(p);
+                                                        if let Some((ttft, tpot)) = p.slo_ms {
+                                                            slo_fields.set((ttft.to_owned(), tpot.to_owned(), String::new()));
+                                                        }
+                                                    }
+                                                >
+                                                    {p.label}
+                                                </button>
+                                            }
+                                        })
+                                        .collect_view()}
+                                </div>
+                            }
+                        })
+                        .collect_view()}
+                </div>
+                <div class="run__probe">
+                    <button type="button" class="btn" data-testid="probe" on:click=on_probe>"Probe endpoint"</button>
+                    <span class="run__probe-msg" data-testid="probe-message" role="status">{move || probe_msg.get()}</span>
+                    <button type="button" class="btn" data-testid="probe-behaviour" on:click=on_behaviour title="Staggered requests (batching regime), the same prompt twice (prefix cache), TTFT/TPOT at three prompt lengths (decode slowdown)">"Measure server behaviour"</button>
+                    <span class="run__probe-msg run__behaviour" data-testid="behaviour-message" role="status">{move || behaviour_msg.get()}</span>
+                </div>
+                {move || cert_help.get().map(|url| view! {
+                    <p class="notice" data-testid="cert-help" role="note">
+                        "If this endpoint uses a self-signed certificate (the reference server's does), the browser refuses it until you accept it once: open "
+                        <a href=url.clone() target="_blank" rel="noopener" data-testid="cert-link">{url.clone()}</a>
+                        ", accept the warning (Advanced → Proceed), then come back and press Probe endpoint again."
+                    </p>
+                })}
+            </div>
+            <div class="run__layout">
+                <div class="run__form">
+                    {form::sections_view(form, pinned, key.view())}
+                    <fieldset class="pin-section run__more" data-testid="section-slo">
+                        <legend class="pin-section__legend"><span class="pin-section__title">"Goodput SLOs"</span><span class="badge badge--optional">"optional"</span></legend>
+                        <p class="pin-section__why">"Goodput counts the requests that meet every limit set here (ms): a server fast on average can still miss them."</p>
+                        <div class="run__slo">
+
+                            <label>"TTFT ≤ " <input class="field__input field__input--short" data-testid="slo-ttft" aria-label="SLO: TTFT, ms" inputmode="decimal" prop:value=move || slo_fields.get().0 on:input=move |ev| slo_fields.update(|f| f.0 = event_target_value(&ev)) /> " ms"</label>
+                            <label>"TPOT ≤ " <input class="field__input field__input--short" data-testid="slo-tpot" aria-label="SLO: TPOT, ms" inputmode="decimal" prop:value=move || slo_fields.get().1 on:input=move |ev| slo_fields.update(|f| f.1 = event_target_value(&ev)) /> " ms"</label>
+                            <label>"E2E ≤ " <input class="field__input field__input--short" data-testid="slo-e2e" aria-label="SLO: E2E latency, ms" inputmode="decimal" prop:value=move || slo_fields.get().2 on:input=move |ev| slo_fields.update(|f| f.2 = event_target_value(&ev)) /> " ms"</label>
+                        </div>
+                    </fieldset>
+                </div>
+                <div class="run__aside" role="region" aria-label="Before Start">
+                    <div class="panel run__checklist" data-testid="checklist" aria-live="polite" on:click=on_checklist_click>
+                        <h3 class="panel__title">"Checklist"</h3>
+                        <div inner_html=move || pinned.with(|p| html::checklist(p.as_ref().err().map_or(&[], |e| e.problems())))></div>
+                    </div>
+                    <div class=move || format!("panel run__fit run__fit--{}", wire_name(&fit.get().verdict)) data-testid="fit-check" inner_html=move || fit.with(html::fit_check)></div>
+                    <div class="panel" data-testid="plan-summary" inner_html=move || summary.with(|s| html::plan(s.as_ref()))></div>
+                    <div class="run__controls">
+                        <button type="button" class="btn btn--primary" data-testid="start" disabled=move || pinned.with(|p| p.is_err()) || running.get() on:click=move |_| on_start(())>"Start"</button>
+                        <button type="button" class="btn" data-testid="stop" disabled=move || !running.get() on:click=on_stop>"Stop"</button>
+                    </div>
+                    <key::SigningKeyPanel />
+                    <div class="field run__share">
+                        <label class="field__label" for="share-link">"Shareable link (pins only, never the API key)"</label>
+                        <input id="share-link" class="field__input" data-testid="share-link" readonly prop:value=move || {
+                            let loc = web_sys::window().map(|w| w.location());
+                            let here = loc.and_then(|l| Some(format!("{}{}", l.origin().ok()?, l.pathname().ok()?))).unwrap_or_default();
+                            let json = form.with(RawConfig::to_share_json);
+                            format!("{here}{SHARE_PREFIX}{}", String::from(js_sys::encode_uri_component(&json)))
+                        } />
+                    </div>
+                </div>
+            </div>
+            <p class="sr-only" role="status" aria-live="polite" data-testid="run-status">{move || status.get()}</p>
+            <live::LiveView progress running planned_ms page_lag_text />
+            <results::RunResults report unsigned run_error />
+        </section>
+    }
+}
+
+/// The presets by methodology, in order of first appearance.
+fn preset_groups() -> Vec<(&'static str, Vec<&'static pins::Preset>)> {
+    let mut out: Vec<(&'static str, Vec<&'static pins::Preset>)> = Vec::new();
+    for p in pins::PRESETS {
+        match out.iter_mut().find(|(g, _)| *g == p.group) {
+            Some((_, v)) => v.push(p),
+            None => out.push((p.group, vec![p])),
+        }
+    }
+    out
+}
+
+/// Moves keyboard focus to the element with this id (a checklist entry's field).
+fn focus_id(id: &str) {
+    use wasm_bindgen::JsCast;
+    if let Some(el) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(id))
+        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+    {
+        let _ = el.focus();
+    }
+}

@@ -1,0 +1,332 @@
+//! A run in this tab, around the core's run engine: where it runs (the worker, or the
+//! page's main thread when there is none), its checkpoint in storage while it goes, and
+//! the signals it reports to. Its end is the core's (`lifecycle::finish`).
+
+use std::rc::Rc;
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::core::lifecycle::{self, Host};
+use crate::core::metrics::{ClientEnv, RunHost, Slo};
+use crate::core::pins::{self, RunConfig};
+use crate::core::report::{Checkpoint, FiguredReport, ProbeSnapshot};
+use crate::core::session::Progress;
+use crate::web::fetch::PageHost;
+use crate::web::host::{BrowserHost, HostSink, LagMonitor, RunRequest, RunResult};
+use crate::web::store::{self, remove_checkpoint, save_checkpoint, CHECKPOINT_PREFIX};
+use crate::web::worker::{PageSink, WorkerRun};
+use crate::web::{self, keystore};
+
+/// How often the live view shows progress, µs (the host publishes at 10 Hz).
+const PROGRESS_SHOWN_US: u64 = 250_000;
+
+/// A run in progress: in a dedicated worker, or on this page where workers are
+/// unavailable.
+pub enum RunHandle {
+    Worker(WorkerRun),
+    Page(BrowserHost),
+}
+
+impl RunHandle {
+    pub fn stop(&self) {
+        match self {
+            RunHandle::Worker(w) => w.stop(),
+            RunHandle::Page(h) => h.stop(),
+        }
+    }
+}
+
+/// What the page keeps about a run while it goes: what the report needs besides the
+/// records, and the checkpoint (keyed by run id, so a second run or tab never
+/// overwrites an interrupted one).
+pub struct RunContext {
+    created: String,
+    cfg: RunConfig,
+    slo: Option<Slo>,
+    probes: Vec<ProbeSnapshot>,
+    key: String,
+    /// Parts of the records written so far, and parts that did not fit in storage.
+    parts: std::cell::Cell<(u32, u32)>,
+    /// Host time of the progress last shown, µs.
+    progress_shown_us: std::cell::Cell<u64>,
+    listener: wasm_bindgen::closure::Closure<dyn FnMut()>,
+}
+
+impl RunContext {
+    /// A run's context, already listening for the page being hidden or unloaded.
+    pub fn new(
+        created: String,
+        cfg: RunConfig,
+        slo: Option<Slo>,
+        probes: Vec<ProbeSnapshot>,
+    ) -> Rc<Self> {
+        // The caller checked the generator when it drew the run's seed.
+        let id: String = web::random_seed().unwrap_or_default()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let key = format!("{CHECKPOINT_PREFIX}{id}");
+        let ctx = Rc::new_cyclic(|me: &std::rc::Weak<RunContext>| {
+            let me = me.clone();
+            let listener = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+                if let Some(ctx) = me.upgrade() {
+                    ctx.write_checkpoint();
+                }
+            });
+            Self {
+                created,
+                cfg,
+                slo,
+                probes,
+                key,
+                parts: std::cell::Cell::new((0, 0)),
+                progress_shown_us: std::cell::Cell::new(0),
+                listener,
+            }
+        });
+        ctx.listen(true);
+        ctx
+    }
+
+    /// Written every few seconds and when the page is hidden or unloaded.
+    fn listen(&self, on: bool) {
+        use wasm_bindgen::JsCast;
+        let f = self.listener.as_ref().unchecked_ref();
+        if let Some(w) = web_sys::window() {
+            for ev in ["pagehide", "visibilitychange"] {
+                let _ = if on {
+                    w.add_event_listener_with_callback(ev, f)
+                } else {
+                    w.remove_event_listener_with_callback(ev, f)
+                };
+            }
+        }
+    }
+
+    fn write_checkpoint(&self) {
+        save_checkpoint(
+            &self.key,
+            Checkpoint {
+                created: self.created.clone(),
+                config: self.cfg.clone(),
+                env: ClientEnv {
+                    timer_resolution_us: 0,
+                    cross_origin_isolated: web::cross_origin_isolated(),
+                    event_loop_lag_p99_us: 0,
+                    event_loop_lag_max_us: 0,
+                    host: None,
+                    clock_epoch_us: web::clock_epoch_us(),
+                },
+                planned: None,
+                records: Vec::new(),
+                dropped: self.parts.get().1,
+            },
+        );
+    }
+}
+
+/// The page's signals a run reports to.
+#[derive(Clone)]
+pub struct RunSinks {
+    /// The run's context.
+    pub ctx: Rc<RunContext>,
+    /// Live progress.
+    pub progress: RwSignal<Progress>,
+    /// The signed report, when the run is over.
+    pub report: RwSignal<Option<FiguredReport>>,
+    /// A failed build or sign: the records and the error, as an unsigned document.
+    pub unsigned: RwSignal<Option<String>>,
+    /// Why the run stopped, if it failed.
+    pub run_error: RwSignal<String>,
+    /// Whether a run goes.
+    pub running: RwSignal<bool>,
+    /// The run, to stop it.
+    pub handle: StoredValue<Option<RunHandle>, LocalStorage>,
+    /// The page's own event-loop lag during the run (the worker measures its own).
+    pub page_lag: StoredValue<Option<LagMonitor>, LocalStorage>,
+    /// The page's lag, as the live view shows it.
+    pub page_lag_text: RwSignal<String>,
+    /// A loopback URL the finished report is posted to (a run started by a link).
+    pub collect: Option<String>,
+}
+
+/// Posts `body` to a loopback collector (a run started by a link, e.g. the fidelity
+/// bench); anything else is refused.
+pub fn post_to_collector(url: &str, body: String) {
+    if !pins::is_loopback_url(url) {
+        return;
+    }
+    let url = url.to_owned();
+    spawn_local(async move {
+        let _ = PageHost
+            .request(lifecycle::HttpRequest::post_json(url, body))
+            .await;
+    });
+}
+
+impl RunSinks {
+    /// Shows the page's event-loop lag so far and returns it (p99, max, µs).
+    fn show_page_lag(&self) -> Option<(u64, u64)> {
+        let lag = self
+            .page_lag
+            .with_value(|l| l.as_ref().map(|l| l.snapshot()));
+        if let Some((p99, max)) = lag {
+            self.page_lag_text.set(format!(
+                "page event-loop lag p99 {} ms (max {} ms)",
+                pins::milli(p99),
+                pins::milli(max)
+            ));
+        }
+        lag
+    }
+
+    /// Shows progress at most every [`PROGRESS_SHOWN_US`] (and always the last): the
+    /// page's rendering competes for the cores with the worker that measures.
+    fn on_progress(&self, p: Progress) {
+        let last = self.ctx.progress_shown_us.get();
+        if p.finished || last == 0 || p.now_us >= last + PROGRESS_SHOWN_US {
+            self.ctx.progress_shown_us.set(p.now_us.max(1));
+            self.show_page_lag();
+            self.progress.set(p);
+        }
+    }
+
+    /// New completed records (`count` of them) as JSON text: stored as they are, never
+    /// parsed or re-serialised here while the run goes.
+    fn on_checkpoint(&self, records_json: &str, count: u32) {
+        let ctx = &self.ctx;
+        let (n, dropped) = ctx.parts.get();
+        let kept = store::append_checkpoint_records(&ctx.key, n, records_json);
+        let dropped = if kept { dropped } else { dropped + count };
+        ctx.parts.set((n + 1, dropped));
+        if n == 0 || !kept {
+            ctx.write_checkpoint();
+        }
+    }
+
+    fn on_done(&self, result: RunResult) {
+        let ctx = &self.ctx;
+        ctx.listen(false);
+        let page_lag = self.show_page_lag();
+        self.page_lag.set_value(None);
+        let finished = lifecycle::Finished {
+            created: ctx.created.clone(),
+            cfg: ctx.cfg.clone(),
+            slo: ctx.slo,
+            probes: ctx.probes.clone(),
+            env: result.env,
+            records: result.records.clone(),
+        };
+        // Signing may wait on WebCrypto: the rest happens when it answers.
+        let me = self.clone();
+        spawn_local(async move {
+            let signed = match keystore::signer().await {
+                Ok(s) => lifecycle::finish(finished, &s)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(format!("Could not sign the report: {e}")),
+            };
+            me.on_signed(signed, result, page_lag);
+        });
+    }
+
+    /// The end of a run once its report is signed (or could not be).
+    fn on_signed(
+        &self,
+        built: Result<FiguredReport, String>,
+        result: RunResult,
+        page_lag: Option<(u64, u64)>,
+    ) {
+        let ctx = &self.ctx;
+        match built {
+            Ok(r) => {
+                remove_checkpoint(&ctx.key);
+                if let (Some(url), Ok(text)) = (&self.collect, r.report.to_json()) {
+                    // The page's own event-loop lag during the run travels beside it.
+                    let (p99, max) = page_lag.unwrap_or((0, 0));
+                    post_to_collector(
+                        &format!("{url}?page_lag_p99_us={p99}&page_lag_max_us={max}"),
+                        text,
+                    );
+                }
+                self.report.set(Some(r));
+            }
+            Err(e) => {
+                // Keep the checkpoint, and offer the records with the error, unsigned.
+                // The checkpoint then holds every record of the run.
+                remove_checkpoint(&ctx.key);
+                ctx.parts.set((0, 0));
+                if let Ok(text) = serde_json::to_string(&result.records) {
+                    self.on_checkpoint(&text, result.records.len() as u32);
+                }
+                /// The unsigned document, borrowed (no `Value` tree of the records).
+                #[derive(serde::Serialize)]
+                struct Unsigned<'a> {
+                    error: &'a str,
+                    created: &'a str,
+                    config: &'a RunConfig,
+                    env: &'a ClientEnv,
+                    records: &'a [crate::core::record::RequestRecord],
+                }
+                let doc = Unsigned {
+                    error: &e,
+                    created: &ctx.created,
+                    config: &ctx.cfg,
+                    env: &result.env,
+                    records: &result.records,
+                };
+                self.unsigned.set(serde_json::to_string(&doc).ok());
+                self.run_error.set(format!(
+                    "{e} The records are kept (checkpoint) and can be downloaded unsigned."
+                ));
+            }
+        }
+        self.running.set(false);
+    }
+
+    fn on_failed(&self, message: String) {
+        // The checkpoint stays (its records may be all there is); its writer stops.
+        self.ctx.listen(false);
+        self.run_error.set(message);
+        self.running.set(false);
+        self.page_lag.set_value(None);
+    }
+
+    /// Callbacks for a run on this page's main thread.
+    pub fn page_sink(&self) -> HostSink {
+        let (a, b, c) = (self.clone(), self.clone(), self.clone());
+        HostSink {
+            progress: Box::new(move |p| a.on_progress(p)),
+            checkpoint: Box::new(move |r| {
+                if let Ok(text) = serde_json::to_string(r) {
+                    b.on_checkpoint(&text, r.len() as u32)
+                }
+            }),
+            done: Box::new(move |r| c.on_done(r)),
+        }
+    }
+
+    /// Callbacks for a run in a worker; when the worker fails before the run starts,
+    /// the run moves to this page's main thread.
+    pub fn worker_sink(&self, req: RunRequest) -> PageSink {
+        let (a, b, c, d) = (self.clone(), self.clone(), self.clone(), self.clone());
+        PageSink {
+            progress: Box::new(move |p| a.on_progress(p)),
+            checkpoint: Box::new(move |text, count| b.on_checkpoint(&text, count)),
+            done: Box::new(move |r| c.on_done(r)),
+            failed: Box::new(move |msg, started| {
+                if started {
+                    return d.on_failed(msg);
+                }
+                web_sys::console::warn_1(&format!("pinbench: the run worker failed ({msg}); running on the page's main thread").into());
+                // Replaced outside the worker's own callback (which the old handle owns).
+                let (d, req) = (d.clone(), req.clone());
+                spawn_local(async move {
+                    let h = BrowserHost::start(req, RunHost::MainThread, d.page_sink());
+                    d.handle.set_value(Some(RunHandle::Page(h)));
+                });
+            }),
+        }
+    }
+}
