@@ -105,6 +105,9 @@ node tests/e2e/claims_rerun.mjs dist
 step "end to end: three native runners merged into one report, against the server's truth"
 node tests/e2e/merge.mjs
 
+step "end to end: the CLI keeps what it measured (a killed run sealed; no overwrite; keys)"
+node tests/e2e/cli_keeps.mjs
+
 step "end to end: the bundle from a sub-path, the card embedded in another origin"
 node tests/e2e/subpath.mjs dist
 

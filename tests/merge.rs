@@ -7,8 +7,8 @@ use pinbench::core::histogram::Hist;
 use pinbench::core::metrics::ClientEnv;
 use pinbench::core::pins::{Pins, RunConfig};
 use pinbench::core::record::{RequestRecord, RequestTimeline, StreamEnd};
-use pinbench::core::report::{self, Opened, Report, ReportBody};
-use pinbench::core::share::merge::{merge, MergeError};
+use pinbench::core::report::{self, Report, ReportBody};
+use pinbench::core::share::merge::{check_sources, merge, MergeError, Source};
 use pinbench::core::sign::KeyPair;
 
 fn config(output: &str) -> RunConfig {
@@ -52,7 +52,7 @@ fn records(seed: u64, tokens: u32) -> Vec<RequestRecord> {
 }
 
 /// A signed source report, opened as the merger opens files.
-fn source(seed: u64, epoch_us: Option<u64>, output: &str, sign: bool) -> (String, Opened) {
+fn source(seed: u64, epoch_us: Option<u64>, output: &str, sign: bool) -> Source {
     let env = ClientEnv {
         timer_resolution_us: 5,
         cross_origin_isolated: true,
@@ -63,7 +63,7 @@ fn source(seed: u64, epoch_us: Option<u64>, output: &str, sign: bool) -> (String
     };
     let tokens = output.parse().expect("a count");
     let body = ReportBody::build(
-        "2026-12-01T05:00:00.000Z".into(),
+        format!("2026-12-01T05:00:00.{seed:03}Z"),
         config(output),
         None,
         vec![],
@@ -77,10 +77,7 @@ fn source(seed: u64, epoch_us: Option<u64>, output: &str, sign: bool) -> (String
             .expect("signs");
     }
     let text = rep.to_json().expect("serialises");
-    (
-        format!("client-{seed}.json"),
-        report::open(&text).expect("opens"),
-    )
+    Source::open(format!("client-{seed}.json"), text).expect("opens")
 }
 
 const EPOCH: u64 = 1_796_101_200_000_000;
@@ -115,8 +112,8 @@ fn three_clients_merge_with_exact_histograms_on_one_clock() {
     let mut ttft = Hist::new();
     let mut tpot = Hist::new();
     let mut n = 0u64;
-    for (_, o) in &sources {
-        let figures = o.report.body.figures().expect("figures");
+    for src in &sources {
+        let figures = src.opened.report.body.figures().expect("figures");
         let s = &figures.steps[0];
         ttft.merge(&hist(&s.histograms.ttft_us)).expect("merges");
         tpot.merge(&hist(&s.histograms.tpot_us)).expect("merges");
@@ -139,7 +136,7 @@ fn three_clients_merge_with_exact_histograms_on_one_clock() {
     );
     // Times are on one clock: source 3's first send moved by 1.1 ms.
     let first3 = sources[2]
-        .1
+        .opened
         .report
         .body
         .records
@@ -209,4 +206,75 @@ fn refusals_say_why() {
         Err(MergeError::NoOverlap(why)) => assert!(why.contains("client-1.json measured"), "{why}"),
         other => panic!("{other:?}"),
     }
+}
+
+/// A merge cannot launder: the same report twice, a copy under another name, the same run
+/// signed again by another key, or a request in two sources is refused; a merged report
+/// keeps its sources, which re-verify and merge again into exactly its records, and a
+/// source altered after the merge is found.
+#[test]
+fn merges_do_not_launder_and_keep_their_sources() {
+    let a = source(1, Some(EPOCH), "16", true);
+    let b = source(2, Some(EPOCH + 50_000), "16", true);
+    let mut copy = a.clone();
+    copy.title = "copy-of-client-1.json".into();
+    for pair in [[a.clone(), a.clone()], [a.clone(), copy]] {
+        match merge(&pair, String::new()) {
+            Err(MergeError::SameReport(..)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    // The same run re-signed by another key: other digest, same start on the same clock.
+    let mut resigned = a.opened.report.clone();
+    resigned
+        .sign(&KeyPair::from_secret([77; 32]))
+        .expect("signs");
+    let resigned =
+        Source::open("resigned.json".into(), resigned.to_json().expect("json")).expect("opens");
+    assert!(matches!(
+        merge(&[a.clone(), resigned], String::new()),
+        Err(MergeError::SameRun(..))
+    ));
+    let body = merge(&[a.clone(), b.clone()], "2026-12-01T05:10:00.000Z".into()).expect("merges");
+    let (checks, problems) = check_sources(&body).expect("a merge");
+    assert!(problems.is_empty(), "{problems:?}");
+    // The viewer shows each source with its signer, digest and check.
+    let shown = pinbench::core::html::report_body(&Report::new(body.clone()), Err("-"));
+    assert!(
+        shown.contains("merged-sources")
+            && shown.contains("client-1.json")
+            && shown.contains(&checks[1].digest)
+            && shown.contains("merging them again gives exactly"),
+        "{shown}"
+    );
+    assert_eq!(checks.len(), 2);
+    assert!(checks
+        .iter()
+        .all(|c| c.problem.is_none() && c.public_key.is_some()));
+    // Tamper with a kept source: its signature no longer verifies.
+    let mut text = serde_json::to_value(&body).expect("value");
+    let recs = text["merged"]["sources"][1]["document"]["body"]["records"]
+        .as_array_mut()
+        .expect("records");
+    recs.pop();
+    let tampered: ReportBody = serde_json::from_value(text).expect("reads");
+    let (_, problems) = check_sources(&tampered).expect("a merge");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("client-2.json") && p.contains("signature invalid")),
+        "{problems:?}"
+    );
+    // Drop a merged record: the sources no longer merge into these records.
+    let mut short = body.clone();
+    short.records.pop();
+    let (_, problems) = check_sources(&short).expect("a merge");
+    assert!(
+        problems.iter().any(|p| p.contains("merged records")),
+        "{problems:?}"
+    );
+    assert!(report::duplicate_records(&body).is_empty());
+    let mut dup = body;
+    dup.records.push(dup.records[0].clone());
+    assert!(!report::duplicate_records(&dup).is_empty());
 }

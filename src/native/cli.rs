@@ -63,6 +63,10 @@ pub enum Command {
     /// window every client was measuring. Refuses unsigned or modified reports, differing
     /// pins and windows that do not overlap.
     Merge(MergeArgs),
+    /// Seal the checkpoint of a run that did not finish (killed, crashed, Ctrl-C before
+    /// the report was written) into a signed report marked partial: every request it
+    /// completed, nothing it did not.
+    Seal(SealArgs),
     /// Print a report's headline figures (each with its window), its pins and its client
     /// verdict, recomputed from its records.
     View(ViewArgs),
@@ -80,6 +84,10 @@ pub struct NetArgs {
     /// Send this header with every request (e.g. "x-pinbench-fault: status=429").
     #[arg(long, value_name = "K:V", value_parser = parse_header)]
     pub header: Option<(String, String)>,
+    /// Allow the API key over plain http:// to a host that is not this machine (by default
+    /// it goes only over https, or to loopback).
+    #[arg(long)]
+    pub allow_http_key: bool,
 }
 
 /// `pinbench probe`.
@@ -125,10 +133,16 @@ pub struct RunArgs {
     /// Do not probe the endpoint for pins the file leaves open (every pin must be set).
     #[arg(long)]
     pub no_probe: bool,
-    /// Signing key: the app's exported JSON or a base64 secret, created there when missing
-    /// (default ~/.config/pinbench/signing-key.json).
+    #[command(flatten)]
+    pub key: KeyArgs,
+    /// Replace the report (and a checkpoint) already at these paths.
+    #[arg(long)]
+    pub force: bool,
+    /// Where completed records are appended as the run goes (a killed run loses nothing:
+    /// `pinbench seal` makes a signed partial report of it). Default: OUT.partial.jsonl;
+    /// removed once the report is written.
     #[arg(long, value_name = "FILE")]
-    pub key: Option<PathBuf>,
+    pub checkpoint: Option<PathBuf>,
     #[command(flatten)]
     pub net: NetArgs,
     /// Goodput SLO: TTFT at most this many ms.
@@ -166,12 +180,49 @@ pub struct MergeArgs {
     /// Where to write the merged report.
     #[arg(long, value_name = "FILE", default_value = "pinbench-merged.json")]
     pub out: PathBuf,
-    /// Signing key (as for `run`).
-    #[arg(long, value_name = "FILE")]
-    pub key: Option<PathBuf>,
+    /// Replace a report already at --out.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub key: KeyArgs,
+    /// A signer whose reports may be merged: its base64 public key or its key id
+    /// (ed25519:…). Repeatable. Every source must be signed by one of them.
+    #[arg(long, value_name = "KEY")]
+    pub trust: Vec<String>,
+    /// Merge reports signed by any valid key (the merged report still lists each signer).
+    #[arg(long)]
+    pub any_signer: bool,
     /// The reports to merge.
     #[arg(required = true, num_args = 2..)]
     pub reports: Vec<PathBuf>,
+}
+
+/// The signing key.
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    /// Signing key: the app's exported JSON or a base64 secret (default
+    /// ~/.config/pinbench/signing-key.json).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Create the signing key when there is none at that path (otherwise a missing key
+    /// file is an error: a typo in the path must not sign with a new key).
+    #[arg(long)]
+    pub new_key: bool,
+}
+
+/// `pinbench seal`.
+#[derive(Debug, Args)]
+pub struct SealArgs {
+    /// The checkpoint a killed or interrupted `pinbench run` left (OUT.partial.jsonl).
+    pub checkpoint: PathBuf,
+    /// Where to write the partial report.
+    #[arg(long, value_name = "FILE", default_value = "pinbench-partial.json")]
+    pub out: PathBuf,
+    /// Replace a report already at --out.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub key: KeyArgs,
 }
 
 /// `pinbench view`.
@@ -226,7 +277,17 @@ impl NetArgs {
         };
         let value = std::env::var(name)
             .map_err(|_| CliError::Usage(format!("the environment variable {name} is not set")))?;
-        Ok(ApiKey::for_endpoint(&value, url))
+        let key = ApiKey::for_endpoint(&value, url);
+        if let Some(k) = &key {
+            let loopback = crate::core::pins::is_loopback_url(url);
+            if k.origin.starts_with("http://") && !loopback && !self.allow_http_key {
+                return Err(CliError::Usage(format!(
+                    "the API key would go over plain http to {}: use https, or pass --allow-http-key",
+                    k.origin
+                )));
+            }
+        }
+        Ok(key)
     }
 }
 
@@ -405,7 +466,8 @@ pub fn view(a: &ViewArgs) -> Result<i32, CliError> {
     Ok(outcome.exit_code())
 }
 
-fn load_key(path: Option<&std::path::Path>) -> Result<KeyPair, CliError> {
+fn load_key(k: &KeyArgs) -> Result<KeyPair, CliError> {
+    let path = k.key.as_deref();
     let default = std::env::var_os("HOME")
         .map(|h| PathBuf::from(h).join(".config/pinbench/signing-key.json"));
     let path = match path {
@@ -418,6 +480,10 @@ fn load_key(path: Option<&std::path::Path>) -> Result<KeyPair, CliError> {
             .map_err(|e| CliError::Report(format!("{} is not a signing key: {e}", path.display()))),
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(CliError::Report(format!(
             "could not read {}: {e}",
+            path.display()
+        ))),
+        Err(_) if !k.new_key => Err(CliError::Report(format!(
+            "no signing key at {}: pass --key with your key file, or --new-key to create one there",
             path.display()
         ))),
         Err(_) => {
@@ -508,11 +574,11 @@ pub struct NativeRun {
 async fn drive(
     cfg: RunConfig,
     calibration: Calibration,
-    mut net: NativeNet,
-    mut rx: mpsc::UnboundedReceiver<NetEvent>,
+    (mut net, mut rx): (NativeNet, mpsc::UnboundedReceiver<NetEvent>),
     clock: Clock,
     quiet: bool,
     (api_key, extra_headers): (Option<ApiKey>, Vec<(String, String)>),
+    mut ckpt: Checkpointer,
 ) -> Result<NativeRun, CliError> {
     let mut session = RunSession::new(
         cfg,
@@ -550,6 +616,7 @@ async fn drive(
     let mut wake = session.poll(clock.now_us(), &mut net);
     loop {
         let now = clock.now_us();
+        ckpt.append(session.records(), &wire, now)?;
         if !quiet && now.saturating_sub(last_print) >= if tty { 200_000 } else { 5_000_000 } {
             last_print = now;
             let line = progress_line(&session.progress(), protocol);
@@ -613,6 +680,7 @@ async fn drive(
             eprintln!("{line}");
         }
     }
+    ckpt.append(session.records(), &wire, u64::MAX)?;
     let mut records = session.finish(clock.now_us());
     for r in &mut records {
         if let Some((p, w)) = wire.remove(&r.index) {
@@ -634,6 +702,169 @@ async fn drive(
     })
 }
 
+/// Refuses to replace an existing file unless told to.
+fn fresh_output(path: &Path, force: bool) -> Result<(), CliError> {
+    if path.exists() && !force {
+        return Err(CliError::Report(format!(
+            "{} exists: pass --force to replace it, or choose another --out",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes a report: to a temporary file beside it, then renamed over it (a crash never
+/// leaves half a report), and never over an existing file unless `force`.
+fn write_report(path: &Path, text: &str, force: bool) -> Result<(), CliError> {
+    fresh_output(path, force)?;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".writing");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| CliError::Report(format!("could not write {}: {e}", path.display())))
+}
+
+/// Wire facts the native network reports per request, added to its record.
+type WireById =
+    std::collections::HashMap<u32, (Option<String>, Option<crate::core::record::WireTiming>)>;
+
+/// The run's checkpoint file (JSON Lines): a first line with the run's checkpoint
+/// header (when, the pins, the host), then every completed record, appended and flushed
+/// about once a second, so a killed run loses at most the last second.
+struct Checkpointer {
+    file: std::io::BufWriter<std::fs::File>,
+    path: PathBuf,
+    written: usize,
+    last_us: u64,
+}
+
+impl Checkpointer {
+    fn create(path: &Path, created: &str, cfg: &RunConfig, clock: Clock) -> Result<Self, CliError> {
+        let err = |e: std::io::Error| {
+            CliError::Report(format!(
+                "could not write the checkpoint {}: {e}",
+                path.display()
+            ))
+        };
+        let head = crate::core::report::Checkpoint {
+            created: created.to_owned(),
+            config: cfg.clone(),
+            env: ClientEnv {
+                timer_resolution_us: 1,
+                cross_origin_isolated: false,
+                event_loop_lag_p99_us: 0,
+                event_loop_lag_max_us: 0,
+                host: Some(RunHost::Native),
+                clock_epoch_us: Some(clock.epoch_us()),
+            },
+            planned: None,
+            records: Vec::new(),
+            dropped: 0,
+        };
+        let line = serde_json::to_string(&head).map_err(|e| CliError::Report(e.to_string()))?;
+        let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
+        writeln!(file, "{line}")
+            .and_then(|()| file.flush())
+            .map_err(err)?;
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            written: 0,
+            last_us: 0,
+        })
+    }
+
+    /// Appends the records completed since the last call, at most once a second
+    /// (`now_us` = `u64::MAX`: now).
+    fn append(
+        &mut self,
+        records: &[RequestRecord],
+        wire: &WireById,
+        now_us: u64,
+    ) -> Result<(), CliError> {
+        if records.len() == self.written
+            || (now_us != u64::MAX && now_us < self.last_us + 1_000_000)
+        {
+            return Ok(());
+        }
+        self.last_us = now_us;
+        let err = |e: std::io::Error| {
+            CliError::Report(format!(
+                "could not write the checkpoint {}: {e}",
+                self.path.display()
+            ))
+        };
+        for r in &records[self.written..] {
+            let mut r = r.clone();
+            if let Some((p, w)) = wire.get(&r.index) {
+                r.protocol.clone_from(p);
+                r.wire = *w;
+            }
+            let line = serde_json::to_string(&r).map_err(|e| CliError::Report(e.to_string()))?;
+            writeln!(self.file, "{line}").map_err(err)?;
+        }
+        self.file.flush().map_err(err)?;
+        self.written = records.len();
+        Ok(())
+    }
+}
+
+/// `pinbench seal`: a checkpoint into a signed report marked partial.
+pub fn seal(a: &SealArgs) -> Result<(), CliError> {
+    fresh_output(&a.out, a.force)?;
+    let text = std::fs::read_to_string(&a.checkpoint)
+        .map_err(|e| CliError::Report(format!("could not read {}: {e}", a.checkpoint.display())))?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let mut cp: crate::core::report::Checkpoint = lines
+        .next()
+        .ok_or_else(|| CliError::Report(format!("{} is empty", a.checkpoint.display())))
+        .and_then(|l| {
+            crate::core::json::from_str(l)
+                .map_err(|e| CliError::Report(format!("{}: line 1: {e}", a.checkpoint.display())))
+        })?;
+    let mut torn = 0;
+    for (n, l) in lines.enumerate() {
+        match crate::core::json::from_str::<RequestRecord>(l) {
+            Ok(r) => cp.records.push(r),
+            // The last line may be cut by the crash; anything else is damage.
+            Err(_) if n + 2 == text.lines().filter(|l| !l.trim().is_empty()).count() => torn += 1,
+            Err(e) => {
+                return Err(CliError::Report(format!(
+                    "{}: line {}: {e}",
+                    a.checkpoint.display(),
+                    n + 2
+                )))
+            }
+        }
+    }
+    crate::core::sort::sort_by_key(&mut cp.records, |r| r.index);
+    let n = cp.records.len();
+    let body = cp
+        .into_body()
+        .map_err(|e| CliError::Report(format!("could not build the report: {e}")))?;
+    let key = load_key(&a.key)?;
+    let report = block_on(lifecycle::sign_body(body, &key))?
+        .map_err(|e| CliError::Report(e.to_string()))?
+        .report;
+    let text = report
+        .to_json()
+        .map_err(|e| CliError::Report(e.to_string()))?;
+    write_report(&a.out, &text, a.force)?;
+    eprintln!(
+        "pinbench: sealed {n} completed requests of {} into {} (partial; signed by {}){}",
+        a.checkpoint.display(),
+        a.out.display(),
+        key.key_id(),
+        if torn > 0 {
+            " — its last line was cut off by the interruption and left out"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
 /// The wall clock now, Unix milliseconds (0 before 1970).
 fn unix_ms_now() -> u64 {
     // The host owns the clock; the core is only ever given its readings.
@@ -646,19 +877,35 @@ fn unix_ms_now() -> u64 {
 
 /// `pinbench merge`.
 pub fn merge(a: &MergeArgs) -> Result<(), CliError> {
+    fresh_output(&a.out, a.force)?;
+    if a.trust.is_empty() && !a.any_signer {
+        return Err(CliError::Usage(
+            "say whose reports may be merged: --trust KEY for each signer (base64 public key or key id), or --any-signer".into(),
+        ));
+    }
     let mut sources = Vec::new();
     for f in &a.reports {
         let text = std::fs::read_to_string(f)
             .map_err(|e| CliError::Report(format!("could not read {}: {e}", f.display())))?;
-        let opened = crate::core::report::open(&text)
-            .map_err(|e| CliError::Report(format!("{}: {e}", f.display())))?;
         let title = f
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        sources.push((title, opened));
+        let source = crate::core::share::merge::Source::open(title, text)
+            .map_err(|e| CliError::Report(format!("{}: {e}", f.display())))?;
+        if let crate::core::report::Verification::Valid { key_id, public_key } =
+            &source.opened.verification
+        {
+            if !a.any_signer && !a.trust.iter().any(|t| t == key_id || t == public_key) {
+                return Err(CliError::Report(format!(
+                    "{}: signed by {key_id}, which is not trusted (--trust it, or --any-signer)",
+                    f.display()
+                )));
+            }
+        }
+        sources.push(source);
     }
-    let key = load_key(a.key.as_deref())?;
+    let key = load_key(&a.key)?;
     let created = iso8601(unix_ms_now());
     let body = crate::core::share::merge::merge(&sources, created)
         .map_err(|e| CliError::Report(format!("cannot merge: {e}")))?;
@@ -669,8 +916,7 @@ pub fn merge(a: &MergeArgs) -> Result<(), CliError> {
     let text = report
         .to_json()
         .map_err(|e| CliError::Report(e.to_string()))?;
-    std::fs::write(&a.out, text)
-        .map_err(|e| CliError::Report(format!("could not write {}: {e}", a.out.display())))?;
+    write_report(&a.out, &text, a.force)?;
     if let Some(i) = info {
         eprintln!(
             "pinbench: merged {} reports into {} (signed by {}); common window {:.3} s, aggregate output {} tok/s",
@@ -686,10 +932,21 @@ pub fn merge(a: &MergeArgs) -> Result<(), CliError> {
 
 /// `pinbench run`: probe what the pins file leaves open, pin, calibrate, run, build, sign.
 pub fn run(a: &RunArgs) -> Result<(), CliError> {
+    fresh_output(&a.out, a.force)?;
+    let checkpoint = a.checkpoint.clone().unwrap_or_else(|| {
+        let mut p = a.out.clone().into_os_string();
+        p.push(".partial.jsonl");
+        PathBuf::from(p)
+    });
+    if checkpoint.exists() && !a.force {
+        return Err(CliError::Report(format!(
+            "{} holds the records of an earlier run that did not finish: seal it (pinbench seal {0}) or pass --force to replace it",
+            checkpoint.display()
+        )));
+    }
     let mut raw = read_raw_pins(&a.pins)?;
     let slo = Slo::from_ms_fields(&a.slo_ttft_ms, &a.slo_tpot_ms, &a.slo_e2e_ms)
         .map_err(CliError::Usage)?;
-    let key = load_key(a.key.as_deref())?;
     let host = a.net.host();
     let mut probes: Vec<ProbeSnapshot> = Vec::new();
     let open = lifecycle::open_probe_fields(&raw);
@@ -710,6 +967,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     }
     let cfg = pin(&raw, &a.pins)?;
     let api_key = a.net.api_key(&cfg.endpoint.base_url)?;
+    let key = load_key(&a.key)?;
     if let Some(at) = a.start_at {
         std::thread::sleep(Duration::from_millis(at.saturating_sub(unix_ms_now())));
     }
@@ -717,6 +975,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     let run = block_on(async {
         let calibration = lifecycle::calibrate(&host, &cfg).await?;
         let clock = Clock::start();
+        let ckpt = Checkpointer::create(&checkpoint, &created, &cfg, clock)?;
         let url = format!("{}{}", cfg.endpoint.base_url, cfg.endpoint.dialect.path());
         let (net, rx) =
             NativeNet::open(&url, a.net.ca_cert.as_deref(), a.net.header.clone(), clock).await?;
@@ -724,11 +983,11 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         drive(
             cfg.clone(),
             calibration,
-            net,
-            rx,
+            (net, rx),
             clock,
             a.quiet,
             (api_key, extra),
+            ckpt,
         )
         .await
     })??;
@@ -748,8 +1007,9 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     let text = report
         .to_json()
         .map_err(|e| CliError::Report(e.to_string()))?;
-    std::fs::write(&a.out, text)
-        .map_err(|e| CliError::Report(format!("could not write {}: {e}", a.out.display())))?;
+    write_report(&a.out, &text, a.force)?;
+    // The report holds every record: the checkpoint has done its work.
+    let _ = std::fs::remove_file(&checkpoint);
     eprintln!(
         "pinbench: wrote {} (signed by {}){}",
         a.out.display(),
@@ -789,6 +1049,7 @@ pub fn main(cli: Cli) -> i32 {
         Command::Run(a) => ("run", run(a).map(|()| 0)),
         Command::Verify(a) => ("verify", Ok(verify(a))),
         Command::Merge(a) => ("merge", merge(a).map(|()| 0)),
+        Command::Seal(a) => ("seal", seal(a).map(|()| 0)),
         Command::View(a) => ("view", view(a)),
     };
     match result {

@@ -173,7 +173,7 @@ async function runNative(c) {
   const pinsFile = path.join(tmp, `pins-${c}.json`), out = path.join(tmp, `native-${c}.json`);
   fs.writeFileSync(pinsFile, JSON.stringify(pins(c)));
   const m0 = machine();
-  const text = execFileSync("bash", ["-c", `"$0" run --pins "$1" --out "$2" --ca-cert "$3" --key "$4" --quiet && times`, nativeBin, pinsFile, out, certPath, path.join(tmp, "key.json")]).toString();
+  const text = execFileSync("bash", ["-c", `"$0" run --pins "$1" --out "$2" --ca-cert "$3" --key "$4" --new-key --force --quiet && times`, nativeBin, pinsFile, out, certPath, path.join(tmp, "key.json")]).toString();
   const m1 = machine();
   const [, children] = text.trim().split("\n");
   const secs = (children.match(/(\d+)m([\d.]+)s/g) ?? []).map((x) => { const [, m, s] = x.match(/(\d+)m([\d.]+)s/); return Number(m) * 60 + Number(s); });

@@ -31,7 +31,7 @@ fs.writeFileSync(path.join(dir, "other.json"), JSON.stringify({ ...pins, output_
 function runOne(i, pinsFile, startAt) {
   return new Promise((resolve, reject) => {
     const out = path.join(dir, `client-${i}.json`);
-    const p = spawn(bin, ["run", "--pins", pinsFile, "--out", out, "--key", path.join(dir, `key-${i}.json`), "--quiet", "--start-at", String(startAt)], { stdio: ["ignore", "ignore", "pipe"] });
+    const p = spawn(bin, ["run", "--pins", pinsFile, "--out", out, "--key", path.join(dir, `key-${i}.json`), "--new-key", "--quiet", "--start-at", String(startAt)], { stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
     p.stderr.on("data", (d) => { err += d; });
     p.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`client ${i} exited ${code}: ${err}`))));
@@ -43,7 +43,19 @@ try {
   const startAt = Date.now() + 2000;
   const files = await Promise.all([...Array(N).keys()].map((i) => runOne(i, path.join(dir, "pins.json"), startAt)));
   const merged = path.join(dir, "merged.json");
-  const m = spawnSync(bin, ["merge", "--out", merged, "--key", path.join(dir, "merger.json"), ...files], { encoding: "utf8" });
+  const keyId = (i) => JSON.parse(fs.readFileSync(path.join(dir, `key-${i}.json`), "utf8")).key_id;
+  const trust = [...Array(N).keys()].flatMap((i) => ["--trust", keyId(i)]);
+  const mergeArgs = (out, ...more) => ["merge", "--out", path.join(dir, out), "--key", path.join(dir, "merger.json"), "--new-key", ...more];
+  // Untrusted signers are refused unless asked for.
+  const untrusted = spawnSync(bin, mergeArgs("u.json", "--trust", keyId(0), ...files), { encoding: "utf8" });
+  check(untrusted.status !== 0 && untrusted.stderr.includes("not trusted"), `a source signed by a key not trusted is refused (${untrusted.stderr.trim().split("\n")[0]})`);
+  // The same report twice, and a copy of it, cannot be merged (they would double its load and tokens).
+  fs.copyFileSync(files[0], path.join(dir, "copy.json"));
+  for (const [what, pair] of [["itself", [files[0], files[0]]], ["a copy of it", [files[0], path.join(dir, "copy.json")]]]) {
+    const r = spawnSync(bin, mergeArgs("dup.json", ...trust, ...pair), { encoding: "utf8" });
+    check(r.status !== 0 && r.stderr.includes("the same report"), `a report merged with ${what} is refused (${r.stderr.trim().split("\n")[0]})`);
+  }
+  const m = spawnSync(bin, mergeArgs("merged.json", ...trust, ...files), { encoding: "utf8" });
   check(m.status === 0, `pinbench merge succeeds (${m.stderr.trim()})`);
   const report = JSON.parse(fs.readFileSync(merged, "utf8"));
   const info = report.body.merged;
@@ -52,6 +64,21 @@ try {
   check(report.body.config.load.value.steps[0].concurrency === 4 * N, `the merged load is the sum (c=${report.body.config.load.value.steps[0].concurrency})`);
   const verify = spawnSync(path.join(target, "debug", "pinbench-verify"), [merged], { encoding: "utf8" });
   check(verify.status === 3 || verify.status === 0, `the merged report verifies and recomputes (pinbench-verify exit ${verify.status})`);
+  const sourceLines = verify.stdout.split("\n").filter((l) => l.includes(": source client-"));
+  check(sourceLines.length === N && sourceLines.every((l) => l.includes("signature valid")) && verify.stdout.includes("re-verify and merge again"), `pinbench-verify re-verifies every source and merges them again:\n${sourceLines.join("\n")}`);
+  // A merged report whose kept source was altered (one record dropped, then the merged
+  // report re-signed by whoever altered it) fails verification.
+  const forged = JSON.parse(fs.readFileSync(merged, "utf8"));
+  forged.body.merged.sources[1].document.body.records.pop();
+  fs.writeFileSync(path.join(dir, "forged.json"), JSON.stringify(forged));
+  const fv = spawnSync(path.join(target, "debug", "pinbench-verify"), [path.join(dir, "forged.json")], { encoding: "utf8" });
+  check(fv.status === 1 && fv.stdout.includes("MERGE source client-1.json"), `a merged report with an altered source fails verification (exit ${fv.status})`);
+  // A report holding a record twice fails verification.
+  const dup = JSON.parse(fs.readFileSync(files[0], "utf8"));
+  dup.body.records.push(dup.body.records[0]);
+  fs.writeFileSync(path.join(dir, "dup-records.json"), JSON.stringify(dup));
+  const dv = spawnSync(path.join(target, "debug", "pinbench-verify"), [path.join(dir, "dup-records.json")], { encoding: "utf8" });
+  check(dv.status === 1 && dv.stdout.includes("DUPLICATE"), `a report with a duplicate record fails verification (exit ${dv.status})`);
 
   // The server's truth over the same window: map the server's clock onto the merged one
   // by the median offset of first tokens (client receipt − server emission).
@@ -77,7 +104,7 @@ try {
 
   // Refusals: other pins, or a window that does not overlap.
   const other = await runOne(9, path.join(dir, "other.json"), Date.now());
-  const bad = spawnSync(bin, ["merge", "--out", path.join(dir, "bad.json"), "--key", path.join(dir, "merger.json"), files[0], other], { encoding: "utf8" });
+  const bad = spawnSync(bin, mergeArgs("bad.json", "--any-signer", files[0], other), { encoding: "utf8" });
   check(bad.status !== 0 && bad.stderr.includes("pins differ"), `a source with other pins is refused (${bad.stderr.trim().split("\n")[0]})`);
 } finally {
   ref.stop();

@@ -209,6 +209,7 @@ pub fn native_run(tmp: &Tmp, pins_text: &str, extra: &[&str]) -> pinbench::core:
         &tmp.path("report.json"),
         "--key",
         &tmp.path("key.json"),
+        "--new-key",
         "--quiet",
     ]
     .iter()

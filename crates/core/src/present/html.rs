@@ -126,6 +126,46 @@ pub fn ttft_split(out: &mut String, r: &Report) {
     out.push_str("</tbody></table></div>");
 }
 
+/// A merged report's sources, each re-verified from the document the merge kept, and
+/// whether they merge again into exactly this report's records.
+fn merged_sources(out: &mut String, b: &crate::report::ReportBody) {
+    let Some((sources, problems)) = crate::merge::check_sources(b) else {
+        return;
+    };
+    let _ = write!(
+        out,
+        r#"<div class="table-scroll" tabindex="0" role="region" aria-label="Merged sources"><table data-testid="merged-sources"><caption>Merged from {} reports, each re-verified from the copy the merge kept</caption><thead><tr><th scope="col">source</th><th scope="col">signature</th><th scope="col">signer</th><th scope="col">digest</th><th scope="col">started</th><th scope="col">load</th><th scope="col">records</th><th scope="col">measured window (merged clock)</th></tr></thead><tbody>"#,
+        sources.len()
+    );
+    for c in &sources {
+        let status = c.problem.as_deref().unwrap_or("valid");
+        let _ = write!(
+            out,
+            r#"<tr><th scope="row">{}</th><td class="{}">{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}–{} s</td></tr>"#,
+            escape(&c.title),
+            if c.problem.is_some() { "bad" } else { "ok" },
+            escape(status),
+            escape(&c.key_id),
+            escape(&c.digest),
+            escape(&c.created),
+            escape(&c.load),
+            c.records,
+            crate::decimal::Fixed(c.measured_us.0 as f64 / 1e6, 3),
+            crate::decimal::Fixed(c.measured_us.1 as f64 / 1e6, 3),
+        );
+    }
+    out.push_str("</tbody></table></div>");
+    if problems.is_empty() {
+        out.push_str(r#"<p class="verdict verdict--ok" data-testid="merged-check">Every source's signature verifies, and merging them again gives exactly this report's records and pins.</p>"#);
+    } else {
+        out.push_str(r#"<ul class="verdict verdict--bad" data-testid="merged-check">"#);
+        for p in &problems {
+            let _ = write!(out, "<li><strong>{}</strong></li>", escape(p));
+        }
+        out.push_str("</ul>");
+    }
+}
+
 /// The report's body below its header. `figures` are the ones computed from the records
 /// (`Err`: why they cannot be; then no number is shown).
 pub fn report_body(r: &Report, figures: Result<&Summary, &str>) -> String {
@@ -136,6 +176,7 @@ pub fn report_body(r: &Report, figures: Result<&Summary, &str>) -> String {
         let _ = write!(s, "<li><strong>{}</strong></li>", escape(n));
     }
     s.push_str("</ul>");
+    merged_sources(&mut s, b);
     let (class, verdict) = if b.client.invalid {
         (
             "verdict verdict--bad",

@@ -607,6 +607,49 @@ pub fn check_report(text: &str, trust: &[String]) -> (CheckOutcome, Vec<String>)
             CheckOutcome::Bad
         }
     };
+    let trusted = |key_id: &str, public_key: Option<&str>| {
+        trust
+            .iter()
+            .any(|t| t == key_id || Some(t.as_str()) == public_key)
+    };
+    let dups = crate::report::duplicate_records(&opened.report.body);
+    if !dups.is_empty() {
+        outcome = CheckOutcome::Bad;
+        lines.extend(dups.into_iter().map(|d| format!("DUPLICATE {d}")));
+    }
+    if let Some((sources, problems)) = crate::merge::check_sources(&opened.report.body) {
+        for s in &sources {
+            let who = if trusted(&s.key_id, s.public_key.as_deref()) {
+                "trusted signer"
+            } else {
+                outcome = outcome.max(CheckOutcome::UnknownSigner);
+                "unknown signer"
+            };
+            lines.push(format!(
+                "source {}: {} ({who} {}), {}, started {}, {} records, load {}",
+                s.title,
+                if s.problem.is_some() {
+                    "NOT VERIFIED"
+                } else {
+                    "signature valid"
+                },
+                s.key_id,
+                s.digest,
+                s.created,
+                s.records,
+                s.load
+            ));
+        }
+        if problems.is_empty() {
+            lines.push(format!(
+                "the {} sources re-verify and merge again into exactly these records",
+                sources.len()
+            ));
+        } else {
+            outcome = CheckOutcome::Bad;
+            lines.extend(problems.into_iter().map(|p| format!("MERGE {p}")));
+        }
+    }
     match crate::report::recompute(&opened.report) {
         Ok(m) if m.is_empty() => lines.push("every summary figure matches its records".into()),
         Ok(m) => {

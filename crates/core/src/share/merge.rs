@@ -12,7 +12,31 @@ use crate::metrics::{rate_milli, ClientEnv, Summary};
 use crate::pins::{LoadStep, Span};
 use crate::record::RequestRecord;
 pub use crate::report::{MergeInfo, MergeSource};
-use crate::report::{Opened, ReportBody, ReportError, Verification};
+use crate::report::{Opened, ReportBody, ReportError, SourceDocument, Verification};
+
+/// A report to merge: its name, its file's text (kept in the merged report, so that its
+/// signature can be checked again) and the report opened from it.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// Its name (the file name).
+    pub title: String,
+    /// The file's text.
+    pub text: String,
+    /// The report, opened and verified.
+    pub opened: Opened,
+}
+
+impl Source {
+    /// Opens a report file's text for merging.
+    pub fn open(title: String, text: String) -> Result<Self, ReportError> {
+        let opened = crate::report::open(&text)?;
+        Ok(Self {
+            title,
+            text,
+            opened,
+        })
+    }
+}
 
 /// Why reports cannot be merged.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -39,6 +63,15 @@ pub enum MergeError {
     /// A source has no wall-clock anchor (made before merging existed).
     #[error("{0}: the report has no wall-clock anchor (env.clock_epoch_us), so its times cannot be put on a common clock; rerun it with this version")]
     NoClock(String),
+    /// Two sources are the same report (the same signed bytes).
+    #[error("{0} and {1} are the same report (digest {2}): each run is merged once")]
+    SameReport(String, String, String),
+    /// Two sources are the same run (the same start on the same clock), signed twice.
+    #[error("{0} and {1} are the same run (started {2} on the same clock), signed separately: each run is merged once")]
+    SameRun(String, String, String),
+    /// A request appears twice (in two sources, or twice in one).
+    #[error("{0} and {1} both hold request {2} (its response id): each request is merged once")]
+    SameRequest(String, String, String),
     /// A source is a sweep.
     #[error("{0}: a sweep (several load steps) cannot be merged; merge one step's runs")]
     Sweep(String),
@@ -84,13 +117,15 @@ fn shift(r: &mut RequestRecord, dt: u64) {
 
 /// Merges `sources` (title, opened report) into one unsigned report body, made at
 /// `created`. The caller signs it (the merger's key).
-pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody, MergeError> {
-    let n = sources.len();
+pub fn merge(given: &[Source], created: String) -> Result<ReportBody, MergeError> {
+    let n = given.len();
     if n < 2 {
         return Err(MergeError::TooFew(n));
     }
+    let sources: Vec<(String, &Opened)> =
+        given.iter().map(|s| (s.title.clone(), &s.opened)).collect();
     let mut key_ids = Vec::new();
-    for (title, o) in sources {
+    for (title, o) in &sources {
         match &o.verification {
             Verification::Valid { key_id, .. } => key_ids.push(key_id.clone()),
             Verification::Unsigned => {
@@ -110,6 +145,7 @@ pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody
             return Err(MergeError::Sweep(title.clone()));
         }
     }
+    distinct(given)?;
     // Each source's figures, computed from its records (its stored summary is not read).
     let figures: Vec<Summary> = sources
         .iter()
@@ -191,11 +227,7 @@ pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody
                 .saturating_add(u32::try_from(i).unwrap_or(u32::MAX));
             records.push(r);
         }
-        let digest = o
-            .report
-            .signed_bytes()
-            .map(|b| format!("sha256:{}", crate::card::digest_of(&b)))
-            .unwrap_or_default();
+        let digest = digest(o);
         listed.push(MergeSource {
             title: title.clone(),
             digest,
@@ -203,6 +235,9 @@ pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody
             created: o.report.body.created.clone(),
             records: u32::try_from(count).unwrap_or(u32::MAX),
             measured_us: *w,
+            document: serde_json::value::RawValue::from_string(given[i].text.clone())
+                .ok()
+                .map(SourceDocument),
         });
     }
     crate::sort::sort_by_key(&mut records, |r| r.index);
@@ -278,4 +313,167 @@ pub fn merge(sources: &[(String, Opened)], created: String) -> Result<ReportBody
     ));
     body.merged = Some(info);
     Ok(body)
+}
+
+/// The digest merges list a source under: SHA-256 of its signed bytes.
+fn digest(o: &Opened) -> String {
+    o.report
+        .signed_bytes()
+        .map(|b| format!("sha256:{}", crate::card::digest_of(&b)))
+        .unwrap_or_default()
+}
+
+/// Refuses sources that are not distinct runs: the same report twice (equal digests),
+/// the same run signed twice (the same start on the same clock), or a request in two
+/// places (equal response ids).
+fn distinct(sources: &[Source]) -> Result<(), MergeError> {
+    let digests: Vec<String> = sources.iter().map(|s| digest(&s.opened)).collect();
+    for (i, a) in sources.iter().enumerate() {
+        for (j, b) in sources.iter().enumerate().skip(i + 1) {
+            if digests[i] == digests[j] {
+                return Err(MergeError::SameReport(
+                    a.title.clone(),
+                    b.title.clone(),
+                    digests[i].clone(),
+                ));
+            }
+            let (ea, eb) = (&a.opened.report.body, &b.opened.report.body);
+            if ea.created == eb.created
+                && ea.client.env.clock_epoch_us == eb.client.env.clock_epoch_us
+            {
+                return Err(MergeError::SameRun(
+                    a.title.clone(),
+                    b.title.clone(),
+                    ea.created.clone(),
+                ));
+            }
+        }
+    }
+    let mut ids: Vec<(&str, usize)> = sources
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| {
+            s.opened
+                .report
+                .body
+                .records
+                .iter()
+                .filter_map(move |r| r.response_id.as_deref().map(|id| (id, i)))
+        })
+        .filter(|(id, _)| !id.is_empty())
+        .collect();
+    crate::sort::sort(&mut ids);
+    for w in ids.windows(2) {
+        if w[0].0 == w[1].0 {
+            return Err(MergeError::SameRequest(
+                sources[w[0].1].title.clone(),
+                sources[w[1].1].title.clone(),
+                w[0].0.to_owned(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One source of a merged report, as a reader re-checks it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceCheck {
+    /// Its name.
+    pub title: String,
+    /// The key that signed it (as listed; when the document is kept, as verified).
+    pub key_id: String,
+    /// Its public key (base64), when its document is kept and verifies.
+    pub public_key: Option<String>,
+    /// Its digest.
+    pub digest: String,
+    /// When it started.
+    pub created: String,
+    /// Its records.
+    pub records: u32,
+    /// Its load.
+    pub load: String,
+    /// Its measured window on the merged clock, µs.
+    pub measured_us: (u64, u64),
+    /// What does not hold, if anything.
+    pub problem: Option<String>,
+}
+
+/// A merged report's sources, re-checked: each kept source document is opened, its
+/// signature verified and its digest and signer compared with the listing; then the
+/// sources are merged again and the result must be this report's records and pins.
+/// `None` when the report is not a merge.
+pub fn check_sources(body: &ReportBody) -> Option<(Vec<SourceCheck>, Vec<String>)> {
+    let info = body.merged.as_ref()?;
+    let mut checks = Vec::new();
+    let mut problems = Vec::new();
+    let mut reopened = Vec::new();
+    for m in &info.sources {
+        let mut c = SourceCheck {
+            title: m.title.clone(),
+            key_id: m.key_id.clone(),
+            public_key: None,
+            digest: m.digest.clone(),
+            created: m.created.clone(),
+            records: m.records,
+            load: String::new(),
+            measured_us: m.measured_us,
+            problem: None,
+        };
+        let opened = match &m.document {
+            None => Err("its document is not kept (a merge made before sources were kept), so its signature cannot be checked again".to_owned()),
+            Some(d) => Source::open(m.title.clone(), d.0.get().to_owned()).map_err(|e| e.to_string()),
+        };
+        match opened {
+            Ok(s) => {
+                c.load = s
+                    .opened
+                    .report
+                    .body
+                    .config
+                    .load
+                    .value
+                    .steps
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                c.problem = match &s.opened.verification {
+                    Verification::Valid { key_id, public_key } => {
+                        c.public_key = Some(public_key.clone());
+                        if *key_id != m.key_id {
+                            Some(format!("signed by {key_id}, listed as {}", m.key_id))
+                        } else if digest(&s.opened) != m.digest {
+                            Some("its digest is not the listed one".into())
+                        } else {
+                            None
+                        }
+                    }
+                    Verification::Unsigned => Some("unsigned".into()),
+                    Verification::Invalid { reason } => {
+                        Some(format!("signature invalid ({reason})"))
+                    }
+                };
+                reopened.push(s);
+            }
+            Err(e) => c.problem = Some(e),
+        }
+        if let Some(p) = &c.problem {
+            problems.push(format!("source {}: {p}", c.title));
+        }
+        checks.push(c);
+    }
+    if problems.is_empty() {
+        match merge(&reopened, body.created.clone()) {
+            Ok(again) => {
+                if again.records != body.records {
+                    problems.push("the merged records are not the sources' records merged".into());
+                }
+                if again.config != body.config {
+                    problems.push("the merged pins are not the sources' pins merged".into());
+                }
+            }
+            Err(e) => problems.push(format!("the sources do not merge again: {e}")),
+        }
+    }
+    Some((checks, problems))
 }

@@ -161,7 +161,25 @@ pub struct MergeSource {
     pub records: u32,
     /// Its measured window on the merged clock, µs.
     pub measured_us: (u64, u64),
+    /// The source report as its file had it (signature included), so that a reader
+    /// re-verifies it and merges again (`merge::check_sources`). Absent in merges made
+    /// before it was kept: those cannot be re-verified, and say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<SourceDocument>,
 }
+
+/// A merged source's document, kept verbatim (its signature covers its canonical form).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SourceDocument(pub Box<serde_json::value::RawValue>);
+
+impl PartialEq for SourceDocument {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl Eq for SourceDocument {}
 
 /// What a merge adds to a report (`share::merge`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -312,7 +330,7 @@ impl Checkpoint {
             self.records,
         )?;
         body.notes.push(format!(
-            "Interrupted: the tab was closed during the run. This report holds the {n} requests completed by then{planned}; requests in flight were lost, and the later windows may be short or empty.{dropped}"
+            "Partial — interrupted: the run stopped before its end (its tab was closed, or its process killed). This report holds the {n} requests completed by then{planned}; requests in flight were lost, and the later windows may be short or empty.{dropped}"
         ));
         Ok(body)
     }
@@ -662,6 +680,29 @@ pub fn open_value(doc: Value) -> Result<Opened, ReportError> {
         report,
         verification,
     })
+}
+
+/// Records that appear twice in a report: the same dispatch index or the same response id
+/// (a copy of a record counts its tokens twice). One line per duplicate, none when clean.
+pub fn duplicate_records(body: &ReportBody) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut idx: Vec<u32> = body.records.iter().map(|r| r.index).collect();
+    crate::sort::sort(&mut idx);
+    for w in idx.windows(2).filter(|w| w[0] == w[1]) {
+        out.push(format!("record index {} appears more than once", w[0]));
+    }
+    let mut ids: Vec<&str> = body
+        .records
+        .iter()
+        .filter_map(|r| r.response_id.as_deref())
+        .filter(|id| !id.is_empty())
+        .collect();
+    crate::sort::sort(&mut ids);
+    for w in ids.windows(2).filter(|w| w[0] == w[1]) {
+        out.push(format!("response id {} appears more than once", w[0]));
+    }
+    out.dedup();
+    out
 }
 
 /// One figure whose stored value differs from the value recomputed from the records.
