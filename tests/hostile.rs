@@ -275,6 +275,29 @@ fn echoed_secrets_are_redacted_and_keys_in_urls_refused() {
         }),
     );
     assert!(!serde_json::to_string(&rec).expect("json").contains(&key));
+    // A secret wherever the body would once have been cut (500 characters, before the
+    // redaction): the key, 17 times, shrinks to "[redacted]" and pulls a key that straddles
+    // character 500 into the 300 kept. Redaction runs on the whole text and only then is
+    // it cut, so no part of any key gets through.
+    for pad in [0, 5, 10, 13, 16, 20, 40] {
+        let body = format!(
+            "{}{} {key} trailing",
+            format!("{key} ").repeat(17),
+            "x".repeat(pad)
+        );
+        let message = pinbench::core::record::error_message_from_body(&body);
+        let mut tl = RequestTimeline::new(0, 0, Dialect::Chat, 8, 4, 0);
+        tl.set_secrets(known.clone());
+        let rec = tl.finish(
+            10,
+            StreamEnd::Failed(Outcome::Http {
+                status: 500,
+                message,
+            }),
+        );
+        let json = serde_json::to_string(&rec).expect("json");
+        assert!(!json.contains(&key[..6]), "pad {pad}: {json}");
+    }
     let mut tl = RequestTimeline::new(0, 0, Dialect::Chat, 8, 4, 0);
     tl.set_secrets(known.clone());
     tl.on_headers(1, 200, Some("text/event-stream"));

@@ -18,7 +18,9 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::core::http::HttpRequest;
-use crate::core::record::{error_message_from_body, Outcome, StreamEnd, WireTiming};
+use crate::core::record::{
+    error_message_from_body, Outcome, StreamEnd, WireTiming, MAX_ERROR_BODY,
+};
 use crate::core::session::{Outgoing, Transport};
 
 /// Errors setting up the network.
@@ -409,7 +411,19 @@ impl Job {
         });
         let mut body = resp.into_body();
         if !(200..300).contains(&status) {
-            let bytes = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
+            // At most MAX_ERROR_BODY bytes of it (the connection is dropped after).
+            let mut bytes = Vec::new();
+            while bytes.len() < MAX_ERROR_BODY {
+                match body.frame().await {
+                    Some(Ok(f)) => {
+                        if let Ok(d) = f.into_data() {
+                            bytes.extend_from_slice(&d);
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            bytes.truncate(MAX_ERROR_BODY);
             return Ok(StreamEnd::Failed(Outcome::Http {
                 status,
                 message: error_message_from_body(&String::from_utf8_lossy(&bytes)),

@@ -191,3 +191,30 @@ pub(crate) async fn read_body(
         }
     }
 }
+
+/// Reads at most `cap` bytes of a body (then cancels the rest), as text.
+pub(crate) async fn read_capped(body: web_sys::ReadableStream, cap: usize) -> String {
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    let (done_key, value_key) = (JsValue::from_str("done"), JsValue::from_str("value"));
+    let mut out = Vec::new();
+    while out.len() < cap {
+        let Ok(chunk) = JsFuture::from(reader.read()).await else {
+            break;
+        };
+        if js_sys::Reflect::get(&chunk, &done_key)
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true)
+        {
+            break;
+        }
+        if let Ok(v) = js_sys::Reflect::get(&chunk, &value_key) {
+            out.extend_from_slice(&js_sys::Uint8Array::new(&v).to_vec());
+        }
+    }
+    if out.len() >= cap {
+        let _ = reader.cancel();
+        out.truncate(cap);
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

@@ -18,7 +18,9 @@ use crate::core::http::ApiKey;
 use crate::core::metrics::{ClientEnv, RunHost};
 use crate::core::pins::RunConfig;
 use crate::core::prompt::Calibration;
-use crate::core::record::{error_message_from_body, Outcome, RequestRecord, StreamEnd};
+use crate::core::record::{
+    error_message_from_body, Outcome, RequestRecord, StreamEnd, MAX_ERROR_BODY,
+};
 use crate::core::session::{Outgoing, Progress, RunSession, Transport, Wake};
 use crate::web::fetch::{self, js_err};
 use crate::web::{self, now_us};
@@ -193,13 +195,9 @@ async fn read_stream(st: &Weak<RefCell<State>>, id: u32, request: web_sys::Reque
     let ctype = resp.headers().get("content-type").ok().flatten();
     with_session(st, |s| s.on_headers(id, t, status, ctype.as_deref()));
     if !(200..300).contains(&status) {
-        let text = match resp.text() {
-            Ok(p) => JsFuture::from(p)
-                .await
-                .ok()
-                .and_then(|v| v.as_string())
-                .unwrap_or_default(),
-            Err(_) => String::new(),
+        let text = match resp.body() {
+            Some(b) => fetch::read_capped(b, MAX_ERROR_BODY).await,
+            None => String::new(),
         };
         return StreamEnd::Failed(Outcome::Http {
             status,

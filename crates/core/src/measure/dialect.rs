@@ -316,7 +316,7 @@ pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEv
         // An `event: error` is an error whatever its data says.
         Err(_) if event == "error" => {
             return Ok(StreamEvent::Error(StreamErrorObject {
-                message: data.chars().take(500).collect(),
+                message: data.to_owned(),
                 kind: None,
                 code: None,
             }))

@@ -758,6 +758,10 @@ fn account(obs: &[Observed], usage: Option<u64>) -> (Vec<TokenChunk>, TokenCount
 /// Longest server message kept in a record.
 pub const MAX_MESSAGE_CHARS: usize = 300;
 
+/// The most of an error response's body a host reads, bytes (a server may answer an error
+/// with megabytes; its message is in the first few hundred).
+pub const MAX_ERROR_BODY: usize = 64 << 10;
+
 /// Whether a word looks like a credential: an `sk-…` key, or a long run of letters and
 /// digits mixed (≥ 24 characters of `[A-Za-z0-9_-]`, both letters and digits).
 pub fn looks_like_secret(word: &str) -> bool {
@@ -810,7 +814,10 @@ pub fn redact(text: &str, known: &[String]) -> String {
 
 /// The message of an OpenAI-style error body (`{"error":{"message":…}}`), else the text.
 pub fn error_message_from_body(body: &str) -> String {
-    let trimmed: String = body.chars().take(500).collect();
+    // Not cut here: the record's redaction runs on the whole text and cuts after it, so a
+    // secret is never cut in two (half of it would escape the redaction). Hosts read at
+    // most [`MAX_ERROR_BODY`] bytes of an error body.
+    let trimmed = body.to_owned();
     match serde_json::from_str::<serde_json::Value>(body) {
         Ok(v) => match v.get("error") {
             Some(serde_json::Value::Object(o)) => o
