@@ -355,3 +355,38 @@ fn a_modified_file_is_never_compared_as_an_equal() {
     assert_eq!(cmp.pins[0].key, "integrity");
     assert!(cmp.pins[0].cells[0].starts_with("signature valid"));
 }
+
+/// A guidellm file (1.4 MB, from a real run's requests) whose every request claims 2^20
+/// token iterations and 2^20 output tokens is refused by the decode budget reports are held
+/// to, before any chunk is made (it would expand to about a third of a billion chunks).
+#[test]
+fn an_import_bomb_is_charged_against_the_decode_budget() {
+    let mut v: Value = serde_json::from_str(include_str!(
+        "fixtures/imports/real/guidellm-0.8.1/benchmarks.json"
+    ))
+    .expect("json");
+    let reqs = &mut v["benchmarks"][0]["requests"]["successful"];
+    let one = reqs[0].clone();
+    let mut many = Vec::new();
+    for i in 0..320 {
+        let mut r = one.clone();
+        r["info"]["timings"]["token_iterations"] = Value::from(1u64 << 20);
+        r["output_tokens"] = Value::from(1u64 << 20);
+        r["request_id"] = Value::from(format!("bomb-{i}"));
+        many.push(r);
+    }
+    *reqs = Value::Array(many);
+    let text = v.to_string();
+    assert!(
+        text.len() > 1_400_000 && text.len() < 2_000_000,
+        "{} bytes",
+        text.len()
+    );
+    match open("bomb.json", &text, &TrustedKeys::default()) {
+        Err(ViewerError::Import(e)) => {
+            assert!(e.to_string().contains("token chunks in all"), "{e}")
+        }
+        Err(e) => panic!("refused for another reason: {e}"),
+        Ok(_) => panic!("the bomb was imported"),
+    }
+}

@@ -12,22 +12,65 @@ use crate::core::sign::{self, KeyPair};
 use crate::web::store;
 
 #[wasm_bindgen(inline_js = r#"
-const DB = "pinbench", STORE = "keys", ID = "signing";
+const DB = "pinbench", STORE = "keys", ID = "signing", REPORTS = "reports";
 function open() {
   return new Promise((resolve, reject) => {
-    const r = indexedDB.open(DB, 1);
-    r.onupgradeneeded = () => r.result.createObjectStore(STORE);
+    const r = indexedDB.open(DB, 2);
+    r.onupgradeneeded = () => {
+      for (const name of [STORE, REPORTS]) if (!r.result.objectStoreNames.contains(name)) r.result.createObjectStore(name);
+    };
     r.onsuccess = () => resolve(r.result);
     r.onerror = () => reject(r.error);
   });
 }
-function tx(db, mode, f) {
+function tx(db, mode, f, store = STORE) {
   return new Promise((resolve, reject) => {
-    const t = db.transaction(STORE, mode);
-    const req = f(t.objectStore(STORE));
+    const t = db.transaction(store, mode);
+    const req = f(t.objectStore(store));
     t.oncomplete = () => resolve(req.result);
     t.onerror = () => reject(t.error);
+    t.onabort = () => reject(t.error);
   });
+}
+async function withDb(f) {
+  const db = await open();
+  try { return await f(db); } finally { db.close(); }
+}
+// Finished reports not yet downloaded, by run id (kept until downloaded or discarded).
+export function pb_report_put(id, text) { return withDb((db) => tx(db, "readwrite", (s) => s.put(text, id), REPORTS)); }
+export function pb_report_delete(id) { return withDb((db) => tx(db, "readwrite", (s) => s.delete(id), REPORTS)); }
+export function pb_reports() {
+  return withDb(async (db) => {
+    const keys = await tx(db, "readonly", (s) => s.getAllKeys(), REPORTS);
+    const values = await tx(db, "readonly", (s) => s.getAll(), REPORTS);
+    return keys.map((k, i) => [String(k), values[i]]);
+  });
+}
+// A run holds a Web Lock named after it while it goes: other tabs see it live.
+export function pb_lock_hold(name) {
+  if (!globalThis.navigator?.locks) return null;
+  let release;
+  const held = new Promise((r) => { release = r; });
+  navigator.locks.request(name, () => held).catch(() => {});
+  return release;
+}
+export async function pb_locks_held() {
+  if (!globalThis.navigator?.locks) return [];
+  const q = await navigator.locks.query();
+  return (q.held ?? []).map((l) => l.name);
+}
+export async function pb_persist() {
+  try { return (await navigator.storage?.persist?.()) === true; } catch { return false; }
+}
+let unloadGuard = null;
+export function pb_guard_unload(on) {
+  if (on && !unloadGuard) {
+    unloadGuard = (e) => { e.preventDefault(); e.returnValue = ""; };
+    addEventListener("beforeunload", unloadGuard);
+  } else if (!on && unloadGuard) {
+    removeEventListener("beforeunload", unloadGuard);
+    unloadGuard = null;
+  }
 }
 async function load() {
   const db = await open();
@@ -59,6 +102,87 @@ extern "C" {
     fn pb_key_get_or_create() -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch)]
     fn pb_key_sign(private_key: &JsValue, bytes: &[u8]) -> Result<js_sys::Promise, JsValue>;
+    #[wasm_bindgen(catch)]
+    fn pb_report_put(id: &str, text: &str) -> Result<js_sys::Promise, JsValue>;
+    #[wasm_bindgen(catch)]
+    fn pb_report_delete(id: &str) -> Result<js_sys::Promise, JsValue>;
+    #[wasm_bindgen(catch)]
+    fn pb_reports() -> Result<js_sys::Promise, JsValue>;
+    fn pb_lock_hold(name: &str) -> JsValue;
+    #[wasm_bindgen(catch)]
+    fn pb_locks_held() -> Result<js_sys::Promise, JsValue>;
+    #[wasm_bindgen(catch)]
+    fn pb_persist() -> Result<js_sys::Promise, JsValue>;
+    fn pb_guard_unload(on: bool);
+}
+
+/// Keeps a finished run's report in IndexedDB until it is downloaded or discarded.
+pub async fn keep_report(id: &str, text: &str) -> Result<(), String> {
+    JsFuture::from(pb_report_put(id, text).map_err(js)?)
+        .await
+        .map(|_| ())
+        .map_err(js)
+}
+
+/// Forgets a kept report (downloaded, or discarded by the user).
+pub async fn forget_report(id: &str) -> Result<(), String> {
+    JsFuture::from(pb_report_delete(id).map_err(js)?)
+        .await
+        .map(|_| ())
+        .map_err(js)
+}
+
+/// The reports kept and not yet downloaded: (run id, report text).
+pub async fn kept_reports() -> Result<Vec<(String, String)>, String> {
+    let v = JsFuture::from(pb_reports().map_err(js)?)
+        .await
+        .map_err(js)?;
+    Ok(js_sys::Array::from(&v)
+        .iter()
+        .filter_map(|pair| {
+            let a = js_sys::Array::from(&pair);
+            Some((a.get(0).as_string()?, a.get(1).as_string()?))
+        })
+        .collect())
+}
+
+/// Holds a Web Lock named `name` until the returned function is called (`None` where the
+/// browser has no Web Locks).
+pub fn hold_lock(name: &str) -> Option<js_sys::Function> {
+    pb_lock_hold(name).dyn_into::<js_sys::Function>().ok()
+}
+
+/// The names of the Web Locks held now, by any tab of this origin.
+pub async fn held_locks() -> Vec<String> {
+    let Ok(p) = pb_locks_held() else {
+        return Vec::new();
+    };
+    JsFuture::from(p)
+        .await
+        .map(|v| {
+            js_sys::Array::from(&v)
+                .iter()
+                .filter_map(|x| x.as_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Asks the browser not to evict this origin's storage; whether it agreed.
+pub async fn ask_persistent_storage() -> bool {
+    match pb_persist() {
+        Ok(p) => JsFuture::from(p)
+            .await
+            .ok()
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// Asks before the page is left (`on`), or stops asking.
+pub fn guard_unload(on: bool) {
+    pb_guard_unload(on);
 }
 
 /// A key that can sign reports.

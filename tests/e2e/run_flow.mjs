@@ -221,11 +221,25 @@ try {
     await page.waitForFunction(() => document.querySelector('[data-testid="download-report"]') !== null, null, { polling: 500, timeout: 60000 });
     await page.getByTestId("nav-reports").click();
     await page.getByTestId("nav-run").click();
+    // A finished report not downloaded survives a reload (the page asks before leaving).
+    const dialogs = [];
+    page.on("dialog", (d) => { dialogs.push(d.type()); d.accept(); });
+    await page.reload();
+    await page.getByTestId("download-report").waitFor({ timeout: 10000 });
+    check(dialogs.includes("beforeunload"), `finished run: leaving with the report not downloaded asks first (${dialogs.join(", ")})`);
+    const note = await page.getByTestId("storage-note").textContent();
+    check(note.includes("not been downloaded"), `finished run: after a reload the report is back (${note})`);
     const [dl] = await Promise.all([page.waitForEvent("download"), page.getByTestId("download-report").click()]);
     const rep = JSON.parse(fs.readFileSync(await dl.path(), "utf8"));
     check(rep.body.records.length > 0 && rep.body.records.every((r) => r.outcome.kind === "ok"), `switching screens: the run completed (${rep.body.records.length} requests) and its report downloads after going back and forth`);
     check(rep.body.client.env.host === "worker", `switching screens: measured in the dedicated worker (${rep.body.client.env.host})`);
     check(errors.length === 0, `switching screens: no console errors (${errors.join("; ")})`);
+    // Downloaded, it is no longer kept: a reload shows no report.
+    await page.waitForTimeout(500);
+    await page.reload();
+    await page.getByTestId("start").waitFor();
+    await page.waitForTimeout(1000);
+    check(await page.getByTestId("download-report").count() === 0, "finished run: once downloaded, the report is not kept");
   }
   // A closed tab keeps its completed requests: reopening offers a signed report of them.
   {
@@ -237,7 +251,16 @@ try {
     const seen = Number(/completed ([0-9]+)/.exec(await page.getByTestId("live").textContent())[1]);
     // The worker hands completed records to the page's checkpoint every second.
     await page.waitForTimeout(1500);
+    // A second tab sees the run as live there, not as interrupted.
+    const { page: second } = await newPage(ctx);
+    await second.getByTestId("run-live-elsewhere").waitFor({ timeout: 5000 });
+    check(await second.getByTestId("interrupted-run").count() === 0, `second tab: the live run is shown as going in another tab, not interrupted (${await second.getByTestId("run-live-elsewhere").textContent()})`);
+    await second.close();
+    const dialogs = [];
+    page.on("dialog", (d) => { dialogs.push(d.type()); d.accept(); });
     await page.close({ runBeforeUnload: true });
+    await page.waitForEvent("close", { timeout: 5000 }).catch(() => {});
+    check(dialogs.includes("beforeunload"), `closed tab: closing during a run asks first (${dialogs.join(", ")})`);
     const { page: again } = await newPage(ctx);
     await again.getByTestId("interrupted-run").waitFor({ timeout: 5000 });
     const banner = await again.getByTestId("interrupted-run").textContent();
@@ -249,7 +272,7 @@ try {
     const file = path.join(os.tmpdir(), `pinbench-e2e-${process.pid}-interrupted.json`);
     await dl.saveAs(file);
     const rep = JSON.parse(fs.readFileSync(file, "utf8"));
-    check(rep.body.records.length === kept && rep.body.notes?.[0]?.startsWith("Interrupted"), `closed tab: the report holds the ${rep.body.records.length} kept requests and says it was interrupted`);
+    check(rep.body.records.length === kept && rep.body.notes?.[0]?.startsWith("Partial"), `closed tab: the report holds the ${rep.body.records.length} kept requests and says it was interrupted`);
     let verified = false;
     try { verified = execFileSync(verifyBin, ["--trust", rep.signature.public_key, file]).toString().includes("trusted signer"); } catch { verified = false; }
     check(verified, "closed tab: the interrupted run's report verifies natively");

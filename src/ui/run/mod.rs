@@ -8,7 +8,7 @@ use crate::core::html;
 use crate::core::lifecycle::{self, FillPolicy};
 use crate::core::metrics::{RunHost, Slo};
 use crate::core::pins::{self, wire_name, FitInputs, RawConfig, RawField, RunConfig};
-use crate::core::report::{FiguredReport, ProbeSnapshot};
+use crate::core::report::{Checkpoint, FiguredReport, ProbeSnapshot};
 use crate::core::session::Progress;
 use crate::web::fetch::PageHost;
 use crate::web::host::{BrowserHost, LagMonitor, RunRequest, LAG_PROBE_MS};
@@ -74,6 +74,10 @@ pub fn RunPage() -> impl IntoView {
     let running = RwSignal::new(false);
     let progress = RwSignal::new(Progress::default());
     let report = RwSignal::new(None::<FiguredReport>);
+    // The run id of a finished report kept in storage and not yet downloaded.
+    let kept = RwSignal::new(None::<String>);
+    // What the browser's storage refused or may do, in words.
+    let storage_note = RwSignal::new(String::new());
     let slo_fields = RwSignal::new((String::new(), String::new(), String::new()));
     // What the last probe read, kept in the report beside the pins it filled.
     let probes = RwSignal::new(Vec::<ProbeSnapshot>::new());
@@ -148,6 +152,7 @@ pub fn RunPage() -> impl IntoView {
             Err(e) => return run_error.set(e),
         };
         running.set(true);
+        storage_note.set(String::new());
         report.set(None);
         unsigned.set(None);
         run_error.set(String::new());
@@ -196,7 +201,15 @@ pub fn RunPage() -> impl IntoView {
                 page_lag,
                 page_lag_text,
                 collect: collect.clone(),
+                kept,
+                storage_note,
             };
+            // A long run's checkpoint must not be evicted under storage pressure.
+            spawn_local(async move {
+                if !keystore::ask_persistent_storage().await {
+                    storage_note.set("The browser did not grant persistent storage: under storage pressure it may evict this run's checkpoint. Download the report when the run ends.".into());
+                }
+            });
             if let Some(url) = &collect {
                 post_to_collector(&format!("{url}?event=start"), "{}".into());
             }
@@ -232,13 +245,58 @@ pub fn RunPage() -> impl IntoView {
             run_error.set("This link asks to start a run, but a run started by a link must have every pin set and a loopback endpoint (127.0.0.1, localhost or [::1]). Check the pins and press Start yourself.".into());
         }
     }
-    let interrupted = RwSignal::new_local(stored_checkpoints().into_iter().next());
+    // Checkpoints of runs that ended without a report: the first is offered. A run still
+    // going in another tab holds its Web Lock: it is shown as live there, never offered.
+    let interrupted = RwSignal::new_local(None::<(String, Checkpoint)>);
+    let live_elsewhere = RwSignal::new_local(Vec::<(String, Checkpoint)>::new());
+    let refresh_interrupted = move || {
+        spawn_local(async move {
+            let held = keystore::held_locks().await;
+            let (live, ended): (Vec<_>, Vec<_>) = stored_checkpoints()
+                .into_iter()
+                .partition(|(k, _)| held.contains(k));
+            interrupted.set(ended.into_iter().next());
+            live_elsewhere.set(if running.get_untracked() {
+                Vec::new()
+            } else {
+                live
+            });
+        });
+    };
+    refresh_interrupted();
     let on_interrupted_discard = move |()| {
         if let Some((key, _)) = interrupted.get_untracked() {
             remove_checkpoint(&key);
         }
-        interrupted.set(stored_checkpoints().into_iter().next());
+        refresh_interrupted();
     };
+    // A finished report not yet downloaded (kept in IndexedDB) comes back after a reload.
+    spawn_local(async move {
+        let Ok(list) = keystore::kept_reports().await else {
+            return;
+        };
+        if let Some((id, text)) = list.into_iter().next() {
+            if report.with_untracked(Option::is_some) || running.get_untracked() {
+                return;
+            }
+            match crate::core::report::open(&text).and_then(|o| {
+                let figures = o.report.body.figures()?;
+                Ok(FiguredReport {
+                    report: o.report,
+                    figures,
+                })
+            }) {
+                Ok(r) => {
+                    report.set(Some(r));
+                    kept.set(Some(id));
+                    storage_note.set("This report of an earlier visit has not been downloaded yet: it stays in this browser until you download or discard it.".into());
+                }
+                Err(e) => storage_note.set(format!("A kept report could not be read ({e}).")),
+            }
+        }
+    });
+    // Leaving the page while a run goes or a report is not downloaded asks first.
+    Effect::new(move |_| keystore::guard_unload(running.get() || kept.get().is_some()));
     let on_interrupted_report = move |()| {
         let Some((_, cp)) = interrupted.get_untracked() else {
             return;
@@ -377,6 +435,15 @@ pub fn RunPage() -> impl IntoView {
                     </div>
                 }
             })}
+            {move || live_elsewhere.get().into_iter().map(|(_, cp)| {
+                let n = cp.records.len();
+                view! {
+                    <p class="notice" role="note" data-testid="run-live-elsewhere">
+                        {format!("A run is going in another tab ({}, started {}; {n} requests completed so far): its report will appear there.", cp.config.model.id.value, cp.created)}
+                    </p>
+                }
+            }).collect_view()}
+            <p class="notice" role="status" data-testid="storage-note">{move || storage_note.get()}</p>
             {move || rerun_of.get().map(|(title, _)| view! {
                 <p class="notice" data-testid="rerun-banner" role="note">
                     {format!("Re-running the workload pins of “{title}”. Type your endpoint and its API, press Probe endpoint for its server pins, then Start: Compare opens with both reports when the run ends.")}
@@ -481,7 +548,7 @@ pub fn RunPage() -> impl IntoView {
             </div>
             <p class="sr-only" role="status" aria-live="polite" data-testid="run-status">{move || status.get()}</p>
             <live::LiveView progress running planned_ms page_lag_text />
-            <results::RunResults report unsigned run_error />
+            <results::RunResults report unsigned run_error kept storage_note />
         </section>
     }
 }

@@ -4,7 +4,9 @@
 use leptos::prelude::*;
 
 use crate::core::report::FiguredReport;
-use crate::web;
+use leptos::task::spawn_local;
+
+use crate::web::{self, keystore};
 
 /// The end of the last run.
 #[component]
@@ -15,8 +17,36 @@ pub fn RunResults(
     unsigned: RwSignal<Option<String>>,
     /// Why the run stopped, if it failed.
     run_error: RwSignal<String>,
+    /// The run id of the report kept in storage until it is downloaded.
+    kept: RwSignal<Option<String>>,
+    /// What storage said, in words.
+    storage_note: RwSignal<String>,
 ) -> impl IntoView {
+    // The kept copy goes once the report is downloaded, or discarded on purpose.
+    let forget = move || {
+        if let Some(id) = kept.get_untracked() {
+            kept.set(None);
+            storage_note.set(String::new());
+            spawn_local(async move {
+                let _ = keystore::forget_report(&id).await;
+            });
+        }
+    };
     let on_dismiss = move |_| {
+        if kept.get_untracked().is_some() {
+            let sure = web_sys::window()
+                .and_then(|w| {
+                    w.confirm_with_message(
+                        "This report has not been downloaded. Discard it? It cannot be recovered.",
+                    )
+                    .ok()
+                })
+                .unwrap_or(false);
+            if !sure {
+                return;
+            }
+        }
+        forget();
         report.set(None);
         unsigned.set(None);
     };
@@ -31,9 +61,9 @@ pub fn RunResults(
         if let Some(r) = report.get_untracked() {
             match r.report.to_json() {
                 Ok(text) => {
-                    if let Err(e) = web::download("pinbench-report.json", "application/json", &text)
-                    {
-                        run_error.set(format!("Download failed: {e}"));
+                    match web::download("pinbench-report.json", "application/json", &text) {
+                        Ok(()) => forget(),
+                        Err(e) => run_error.set(format!("Download failed: {e}")),
                     }
                 }
                 Err(e) => run_error.set(e.to_string()),

@@ -18,6 +18,9 @@ use crate::web::store::{self, remove_checkpoint, save_checkpoint, CHECKPOINT_PRE
 use crate::web::worker::{PageSink, WorkerRun};
 use crate::web::{self, keystore};
 
+/// Records per stored part when a failed signing keeps every record.
+const CHECKPOINT_PART_RECORDS: usize = 500;
+
 /// How often the live view shows progress, µs (the host publishes at 10 Hz).
 const PROGRESS_SHOWN_US: u64 = 250_000;
 
@@ -51,6 +54,9 @@ pub struct RunContext {
     /// Host time of the progress last shown, µs.
     progress_shown_us: std::cell::Cell<u64>,
     listener: wasm_bindgen::closure::Closure<dyn FnMut()>,
+    /// The Web Lock this run holds while it goes (named by its checkpoint key): another
+    /// tab sees the run as live, never as interrupted. Released by calling it.
+    lock: Option<js_sys::Function>,
 }
 
 impl RunContext {
@@ -67,6 +73,7 @@ impl RunContext {
             .map(|b| format!("{b:02x}"))
             .collect();
         let key = format!("{CHECKPOINT_PREFIX}{id}");
+        let key_for_lock = key.clone();
         let ctx = Rc::new_cyclic(|me: &std::rc::Weak<RunContext>| {
             let me = me.clone();
             let listener = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
@@ -83,6 +90,7 @@ impl RunContext {
                 parts: std::cell::Cell::new((0, 0)),
                 progress_shown_us: std::cell::Cell::new(0),
                 listener,
+                lock: keystore::hold_lock(&key_for_lock),
             }
         });
         ctx.listen(true);
@@ -90,6 +98,12 @@ impl RunContext {
     }
 
     /// Written every few seconds and when the page is hidden or unloaded.
+    fn release(&self) {
+        if let Some(f) = &self.lock {
+            let _ = f.call0(&wasm_bindgen::JsValue::NULL);
+        }
+    }
+
     fn listen(&self, on: bool) {
         use wasm_bindgen::JsCast;
         let f = self.listener.as_ref().unchecked_ref();
@@ -149,6 +163,10 @@ pub struct RunSinks {
     pub page_lag_text: RwSignal<String>,
     /// A loopback URL the finished report is posted to (a run started by a link).
     pub collect: Option<String>,
+    /// The run id of the finished report kept in storage and not yet downloaded.
+    pub kept: RwSignal<Option<String>>,
+    /// What the browser's storage refused, in words.
+    pub storage_note: RwSignal<String>,
 }
 
 /// Posts `body` to a loopback collector (a run started by a link, e.g. the fidelity
@@ -200,6 +218,11 @@ impl RunSinks {
         let kept = store::append_checkpoint_records(&ctx.key, n, records_json);
         let dropped = if kept { dropped } else { dropped + count };
         ctx.parts.set((n + 1, dropped));
+        if !kept {
+            self.storage_note.set(format!(
+                "The browser's storage refused the checkpoint: {dropped} completed requests are not kept should this tab close (they are in memory until the run ends)."
+            ));
+        }
         if n == 0 || !kept {
             ctx.write_checkpoint();
         }
@@ -208,6 +231,7 @@ impl RunSinks {
     fn on_done(&self, result: RunResult) {
         let ctx = &self.ctx;
         ctx.listen(false);
+        ctx.release();
         let page_lag = self.show_page_lag();
         self.page_lag.set_value(None);
         let finished = lifecycle::Finished {
@@ -250,6 +274,16 @@ impl RunSinks {
                         text,
                     );
                 }
+                // Kept in this browser until it is downloaded or discarded.
+                if let Ok(text) = r.report.to_json() {
+                    let (key, kept, note) = (ctx.key.clone(), self.kept, self.storage_note);
+                    spawn_local(async move {
+                        match keystore::keep_report(&key, &text).await {
+                            Ok(()) => kept.set(Some(key)),
+                            Err(e) => note.set(format!("The report could not be kept in this browser's storage ({e}): download it before you leave the page.")),
+                        }
+                    });
+                }
                 self.report.set(Some(r));
             }
             Err(e) => {
@@ -257,8 +291,12 @@ impl RunSinks {
                 // The checkpoint then holds every record of the run.
                 remove_checkpoint(&ctx.key);
                 ctx.parts.set((0, 0));
-                if let Ok(text) = serde_json::to_string(&result.records) {
-                    self.on_checkpoint(&text, result.records.len() as u32);
+                // In parts of a bounded size (one item of a long run's records would pass
+                // what the browser's storage takes in one piece).
+                for part in result.records.chunks(CHECKPOINT_PART_RECORDS) {
+                    if let Ok(text) = serde_json::to_string(part) {
+                        self.on_checkpoint(&text, part.len() as u32);
+                    }
                 }
                 /// The unsigned document, borrowed (no `Value` tree of the records).
                 #[derive(serde::Serialize)]
@@ -288,6 +326,7 @@ impl RunSinks {
     fn on_failed(&self, message: String) {
         // The checkpoint stays (its records may be all there is); its writer stops.
         self.ctx.listen(false);
+        self.ctx.release();
         self.run_error.set(message);
         self.running.set(false);
         self.page_lag.set_value(None);

@@ -43,6 +43,14 @@ pub enum ImportError {
     /// Not a format we know.
     #[error("not a pinbench report, vLLM bench result, AIPerf profile export or guidellm benchmarks file")]
     Unknown,
+    /// The file claims more than a document may expand to (a decompression bomb?).
+    #[error("{tool} file: {what}")]
+    Budget {
+        /// The tool.
+        tool: &'static str,
+        /// The budget's message.
+        what: String,
+    },
     /// The format was recognised but a required field is missing or of the wrong type.
     #[error("{tool} file: {what}")]
     Field {
@@ -234,11 +242,38 @@ pub fn import_text(title: &str, text: &str) -> Option<Result<Imported, ImportErr
 
 /// Imports a JSON file of a known tool.
 pub fn import(title: &str, v: &Value) -> Result<Imported, ImportError> {
-    match detect(v).ok_or(ImportError::Unknown)? {
-        Tool::Vllm => vllm(title, v),
-        Tool::Aiperf => aiperf(title, v),
-        Tool::Guidellm => guidellm(title, v),
+    // The chunks a file's requests expand to are charged to the decode budget a report is
+    // held to: a file whose requests each claim a million token iterations is refused,
+    // never expanded.
+    crate::budget::with(crate::budget::REPORT, || {
+        match detect(v).ok_or(ImportError::Unknown)? {
+            Tool::Vllm => vllm(title, v),
+            Tool::Aiperf => aiperf(title, v),
+            Tool::Guidellm => guidellm(title, v),
+        }
+    })
+}
+
+/// The token chunks `build_records` makes of a request: every chunk time the file gives,
+/// or the spread between its first and last token.
+fn chunk_count(r: &RawRequest) -> u64 {
+    if r.ttft_us.is_none() || r.error.is_some() {
+        return 0;
     }
+    match (&r.gaps_us, r.last_token) {
+        (Some(g), _) => g.len() as u64 + 1,
+        (None, Some((_, n))) => {
+            let cap = r.output_tokens.unwrap_or(u64::from(MAX_SPREAD_CHUNKS));
+            u64::from(n.clamp(1, MAX_SPREAD_CHUNKS)).min(cap.max(1))
+        }
+        (None, None) => 1,
+    }
+}
+
+/// Charges every request's chunks to the active decode budget before any is made.
+fn charge(raws: &[RawRequest], tool: &'static str) -> Result<(), ImportError> {
+    let total = raws.iter().map(chunk_count).fold(0u64, u64::saturating_add);
+    crate::budget::charge_chunks(total).map_err(|what| ImportError::Budget { tool, what })
 }
 
 fn arr<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Vec<Value>> {
@@ -672,6 +707,7 @@ fn vllm(title: &str, v: &Value) -> Result<Imported, ImportError> {
             },
             |(_, s)| *s,
         );
+        charge(&raws, "vLLM bench")?;
         requests = requests_of(
             raws,
             step,
@@ -1071,6 +1107,7 @@ fn aiperf_records(title: &str, text: &str) -> Result<Imported, ImportError> {
             .map(|r| (r.t_send_us, r.t_send_us.saturating_add(r.e2e_us))),
     )
     .max(1);
+    charge(&raws, "AIPerf")?;
     let requests = requests_of(
         raws,
         LoadStep::Closed { concurrency: peak },
@@ -1121,6 +1158,28 @@ fn guidellm_warmup_count(b: &Value) -> usize {
         .flatten()
         .filter(|r| f(r, &["info", "timings", "request_start"]).is_some_and(|t| t < begin))
         .count()
+}
+
+/// Whether every request of every benchmark says (in its `request_args`, a JSON object or
+/// its text) that its body held the output length. False when there are none.
+fn guidellm_requests_hold_length(benches: &[Value], holds: &dyn Fn(&Value) -> bool) -> bool {
+    let mut n = 0usize;
+    for b in benches {
+        for g in ["successful", "errored", "incomplete"] {
+            for r in arr(b, &["requests", g]).into_iter().flatten() {
+                let args = match r.get("request_args") {
+                    Some(Value::String(t)) => serde_json::from_str::<Value>(t).ok(),
+                    Some(v @ Value::Object(_)) => Some(v.clone()),
+                    _ => None,
+                };
+                if !args.as_ref().and_then(|a| a.get("body")).is_some_and(holds) {
+                    return false;
+                }
+                n += 1;
+            }
+        }
+    }
+    n > 0
 }
 
 fn guidellm(title: &str, v: &Value) -> Result<Imported, ImportError> {
@@ -1183,16 +1242,25 @@ fn guidellm(title: &str, v: &Value) -> Result<Imported, ImportError> {
         )),
         None => rows.push(unpinned(PinId::PromptLength, "prompt_len", "", src("data"))),
     }
-    let body = spec.pointer("/backend/extras/body");
-    let enforced = body.is_some_and(|b| {
+    // What the tool sent to hold the length: its configured extra body, or — where guidellm
+    // adds `ignore_eos` itself (synthetic data) — what every request's `request_args` says
+    // it sent. Each place the tool records it is read.
+    let holds = |b: &Value| {
         b.get("ignore_eos").and_then(Value::as_bool) == Some(true) || b.get("min_tokens").is_some()
-    });
-    match (kv("output_tokens"), enforced) {
-        (Some(o), true) => rows.push(pinned(
+    };
+    let enforced_by = if spec.pointer("/backend/extras/body").is_some_and(holds) {
+        Some("backend.extras.body")
+    } else if guidellm_requests_hold_length(benches, &holds) {
+        Some("every request's request_args.body")
+    } else {
+        None
+    };
+    match (kv("output_tokens"), enforced_by) {
+        (Some(o), Some(by)) => rows.push(pinned(
             PinId::OutputLength,
             "output_len",
             format!("{o} (ignore_eos / min_tokens sent)"),
-            src(&format!("{data_src}.output_tokens, backend.extras.body")),
+            src(&format!("{data_src}.output_tokens, {by}")),
         )),
         (o, _) => rows.push(unpinned(
             PinId::OutputLength,
@@ -1422,6 +1490,7 @@ fn guidellm(title: &str, v: &Value) -> Result<Imported, ImportError> {
             && raws
                 .iter()
                 .all(|r| r.output_tokens == raws[0].output_tokens);
+        charge(&raws, "guidellm")?;
         requests = requests_of(
             raws,
             load,
