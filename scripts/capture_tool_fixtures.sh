@@ -9,6 +9,10 @@
 # tokens (ignore_eos), closed loop c=4, 24 measured requests after 2 warm-up requests.
 # The tools load a Hugging Face tokenizer that counts as the server does
 # (scripts/ref_tokenizer.py), offline.
+#   bash scripts/capture_tool_fixtures.sh [TOOL...]   (vllm aiperf guidellm guidellm-defaults;
+#                                                     default: all)
+# guidellm-defaults is guidellm with none of our extras: what it sends by itself (it adds
+# ignore_eos to synthetic data's requests, recorded only in each request's request_args).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -18,8 +22,11 @@ GUIDELLM_VERSION=0.8.1
 VLLM_VERSION=0.33.0
 PORT="${PORT:-18301}"
 mkdir -p "$CACHE"
+TOOLS=" ${*:-vllm aiperf guidellm guidellm-defaults} "
+want() { [[ "$TOOLS" == *" $1 "* ]]; }
 for spec in "aiperf==$AIPERF_VERSION" "guidellm==$GUIDELLM_VERSION" "vllm==$VLLM_VERSION"; do
   name=${spec%%=*}
+  want "$name" || { [ "$name" = guidellm ] && want guidellm-defaults; } || continue
   if ! "$CACHE/$name/bin/python" -c "import importlib.metadata as m,sys; sys.exit(m.version('$name')!='${spec##*==}')" 2>/dev/null; then
     python3 -m venv "$CACHE/$name"
     "$CACHE/$name/bin/pip" install -q "$spec"
@@ -28,7 +35,7 @@ done
 TOK="$CACHE/reftok"
 rm -rf "$TOK" && mkdir -p "$TOK"
 "$CACHE/guidellm/bin/python" scripts/ref_tokenizer.py "$TOK" \
-  "$CACHE"/aiperf/lib/python3*/site-packages/aiperf/dataset/generator/assets/shakespeare.txt >/dev/null
+  $(ls "$CACHE"/aiperf/lib/python3*/site-packages/aiperf/dataset/generator/assets/shakespeare.txt 2>/dev/null) >/dev/null
 
 source scripts/env.sh
 cargo build --release --locked -p pinbench-refserver
@@ -45,6 +52,7 @@ OUT="$ROOT/tests/fixtures/imports/real"
 base="http://127.0.0.1:$PORT"
 
 # vLLM bench serve.
+if want vllm; then
 dir="$OUT/vllm-bench-serve-$VLLM_VERSION"; rm -rf "$dir"; mkdir -p "$dir"
 start_ref
 cmd=("$CACHE/vllm/bin/vllm" bench serve --backend vllm --base-url "$base" --endpoint /v1/completions
@@ -57,8 +65,10 @@ HF_HUB_OFFLINE=1 "${cmd[@]}" >"$CACHE/vllm-run.log" 2>&1
 printf '%q ' "${cmd[@]}" >"$dir/COMMAND"
 curl -sf "$base/truth" >"$dir/truth.json"
 stop_ref
+fi
 
 # AIPerf.
+if want aiperf; then
 dir="$OUT/aiperf-$AIPERF_VERSION"; rm -rf "$dir"; mkdir -p "$dir"
 start_ref
 work=$(mktemp -d)
@@ -73,15 +83,20 @@ cp "$work/profile_export_aiperf.json" "$work/profile_export.jsonl" "$dir/"
 rm -rf "$work"
 curl -sf "$base/truth" >"$dir/truth.json"
 stop_ref
+fi
 
-# guidellm.
-dir="$OUT/guidellm-$GUIDELLM_VERSION"; rm -rf "$dir"; mkdir -p "$dir"
+# guidellm: with our extra body, and with its own defaults only.
+for variant in guidellm guidellm-defaults; do
+want "$variant" || continue
+dir="$OUT/guidellm-$GUIDELLM_VERSION"; extras=', "extras": {"body": {"ignore_eos": true}}'
+if [ "$variant" = guidellm-defaults ]; then dir="$OUT/guidellm-$GUIDELLM_VERSION-defaults"; extras=""; fi
+rm -rf "$dir"; mkdir -p "$dir"
 start_ref
-scenario="$CACHE/guidellm_scenario.json"
+scenario="$CACHE/${variant}_scenario.json"
 cat >"$scenario" <<EOF
 {"spec": {
   "backend": {"kind": "openai_http", "target": "$base", "model": "pinbench-tiny",
-              "request_format": "/v1/completions", "extras": {"body": {"ignore_eos": true}}},
+              "request_format": "/v1/completions"$extras},
   "profile": {"kind": "concurrent", "streams": [4], "warmup": {"value": 2, "mode": "requests"}},
   "data": [{"kind": "synthetic_text", "prompt_tokens": 128, "output_tokens": 32}],
   "tokenizer": {"kind": "huggingface_auto", "model": "$TOK"},
@@ -95,6 +110,7 @@ printf '%q ' "${cmd[@]}" >"$dir/COMMAND"
 cp "$scenario" "$dir/scenario.json"
 curl -sf "$base/truth" >"$dir/truth.json"
 stop_ref
+done
 
 # Paths of this machine are not part of a fixture.
 for f in "$OUT"/*/*; do

@@ -305,3 +305,25 @@ fn mutated_real_files_never_panic() {
     }
     assert!(tried > 2000, "{tried} mutations tried");
 }
+
+/// guidellm run with its own defaults only (no extra body): it adds `ignore_eos` to every
+/// synthetic request by itself and records it only in each request's `request_args`. The
+/// output length is pinned from there (the file's config says nothing), and the records
+/// match the server's truth as for the run with our extras.
+#[test]
+fn guidellm_0_8_defaults_pin_the_length_from_request_args() {
+    let dir = "guidellm-0.8.1-defaults";
+    let i = import(dir, "benchmarks.json");
+    assert_eq!(
+        pin(&i, "output_len"),
+        ("32 (ignore_eos / min_tokens sent)", PinStatus::Pinned)
+    );
+    let p = i.subject.pin("output_len").expect("pin");
+    assert!(p.provenance.contains("request_args"), "{}", p.provenance);
+    let r = i.requests.as_ref().expect("requests");
+    assert_eq!(r.records.len(), 26);
+    assert_eq!(truth(dir).len(), 26);
+    assert!(truth(dir)
+        .iter()
+        .all(|&(_, completion, _)| completion == 32));
+}

@@ -33,22 +33,9 @@ fn native_run_over_h2_matches_the_truth() {
     let _turn = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = Tmp::new("h2");
     let server = Server::start(&["--cert-out", &tmp.path("cert.der")]);
-    // The bound is on timing, on a shared 2-core machine: a run that misses it is measured
-    // once more and the better run is asserted on (as the fidelity bench does). A real
-    // bias misses both.
+    // One run, no retry (the llama-server build of CI runs at the lowest priority).
     let within = |d: &[u64]| d[15] < 5_000 && d[28] < 15_000 && d[31] < 100_000;
-    let first = h2_ttft_differences(&tmp, &server, "first");
-    let diffs = if within(&first) {
-        first
-    } else {
-        eprintln!("h2 TTFT differences over the bound, measured again: {first:?}");
-        let second = h2_ttft_differences(&tmp, &server, "second");
-        if second[28] < first[28] {
-            second
-        } else {
-            first
-        }
-    };
+    let diffs = h2_ttft_differences(&tmp, &server, "first");
     let (median, p90, worst) = (diffs[15], diffs[28], diffs[31]);
     assert!(
         within(&diffs),

@@ -210,6 +210,7 @@ pub fn native_run(tmp: &Tmp, pins_text: &str, extra: &[&str]) -> pinbench::core:
         "--key",
         &tmp.path("key.json"),
         "--new-key",
+        "--force",
         "--quiet",
     ]
     .iter()
