@@ -11,13 +11,13 @@ use crate::core::lifecycle;
 use crate::core::sign::{self, KeyPair};
 use crate::web::store;
 
-#[wasm_bindgen(inline_js = r#"
-const DB = "pinbench", STORE = "keys", ID = "signing", REPORTS = "reports";
+#[wasm_bindgen(inline_js = r##"
+const DB = "pinbench", STORE = "keys", ID = "signing", REPORTS = "reports", CHECKPOINTS = "checkpoints";
 function open() {
   return new Promise((resolve, reject) => {
-    const r = indexedDB.open(DB, 2);
+    const r = indexedDB.open(DB, 3);
     r.onupgradeneeded = () => {
-      for (const name of [STORE, REPORTS]) if (!r.result.objectStoreNames.contains(name)) r.result.createObjectStore(name);
+      for (const name of [STORE, REPORTS, CHECKPOINTS]) if (!r.result.objectStoreNames.contains(name)) r.result.createObjectStore(name);
     };
     r.onsuccess = () => resolve(r.result);
     r.onerror = () => reject(r.error);
@@ -45,6 +45,24 @@ export function pb_reports() {
     const values = await tx(db, "readonly", (s) => s.getAll(), REPORTS);
     return keys.map((k, i) => [String(k), values[i]]);
   });
+}
+// Checkpoints of runs in progress: a head (key = run key) and parts of records (key#n),
+// written in the order they are asked for (one queue), so a removal never overtakes a write.
+let queue = Promise.resolve();
+function queued(f) { const p = queue.then(f, f); queue = p.catch(() => {}); return p; }
+export function pb_ckpt_put(key, text) { return queued(() => withDb((db) => tx(db, "readwrite", (s) => s.put(text, key), CHECKPOINTS))); }
+export function pb_ckpt_remove(key) {
+  return queued(() => withDb((db) => tx(db, "readwrite", (s) => {
+    s.delete(IDBKeyRange.bound(key + "#", key + "#\uffff"));
+    return s.delete(key);
+  }, CHECKPOINTS)));
+}
+export function pb_ckpt_all() {
+  return queued(() => withDb(async (db) => {
+    const keys = await tx(db, "readonly", (s) => s.getAllKeys(), CHECKPOINTS);
+    const values = await tx(db, "readonly", (s) => s.getAll(), CHECKPOINTS);
+    return keys.map((k, i) => [String(k), values[i]]);
+  }));
 }
 // A run holds a Web Lock named after it while it goes: other tabs see it live.
 export function pb_lock_hold(name) {
@@ -96,7 +114,7 @@ export function pb_key_get_or_create() {
 export async function pb_key_sign(privateKey, bytes) {
   return new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, privateKey, bytes));
 }
-"#)]
+"##)]
 extern "C" {
     #[wasm_bindgen(catch)]
     fn pb_key_get_or_create() -> Result<js_sys::Promise, JsValue>;
@@ -109,6 +127,12 @@ extern "C" {
     #[wasm_bindgen(catch)]
     fn pb_reports() -> Result<js_sys::Promise, JsValue>;
     fn pb_lock_hold(name: &str) -> JsValue;
+    #[wasm_bindgen(catch)]
+    fn pb_ckpt_put(key: &str, text: &str) -> Result<js_sys::Promise, JsValue>;
+    #[wasm_bindgen(catch)]
+    fn pb_ckpt_remove(key: &str) -> Result<js_sys::Promise, JsValue>;
+    #[wasm_bindgen(catch)]
+    fn pb_ckpt_all() -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch)]
     fn pb_locks_held() -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch)]
@@ -135,6 +159,36 @@ pub async fn forget_report(id: &str) -> Result<(), String> {
 /// The reports kept and not yet downloaded: (run id, report text).
 pub async fn kept_reports() -> Result<Vec<(String, String)>, String> {
     let v = JsFuture::from(pb_reports().map_err(js)?)
+        .await
+        .map_err(js)?;
+    Ok(js_sys::Array::from(&v)
+        .iter()
+        .filter_map(|pair| {
+            let a = js_sys::Array::from(&pair);
+            Some((a.get(0).as_string()?, a.get(1).as_string()?))
+        })
+        .collect())
+}
+
+/// Writes a checkpoint item (a run's head, or a part of its records) to IndexedDB.
+pub async fn checkpoint_put(key: &str, text: &str) -> Result<(), String> {
+    JsFuture::from(pb_ckpt_put(key, text).map_err(js)?)
+        .await
+        .map(|_| ())
+        .map_err(js)
+}
+
+/// Removes a run's checkpoint head and every part.
+pub async fn checkpoint_remove(key: &str) -> Result<(), String> {
+    JsFuture::from(pb_ckpt_remove(key).map_err(js)?)
+        .await
+        .map(|_| ())
+        .map_err(js)
+}
+
+/// Every checkpoint item: (key, text).
+pub async fn checkpoint_items() -> Result<Vec<(String, String)>, String> {
+    let v = JsFuture::from(pb_ckpt_all().map_err(js)?)
         .await
         .map_err(js)?;
     Ok(js_sys::Array::from(&v)

@@ -1,5 +1,6 @@
-//! What the browser keeps in `localStorage`: the signing key, an API key only when the
-//! user ticks "remember", and the checkpoints of runs in progress (one per run id).
+//! What the browser keeps: in `localStorage` the signing key, an API key only when the
+//! user ticks "remember" and the trust list; in IndexedDB the checkpoints of runs in
+//! progress (one per run id, their records in bounded parts).
 
 use crate::core::record::RequestRecord;
 use crate::core::report::Checkpoint;
@@ -115,28 +116,33 @@ pub fn remember_api_key(entry: Option<(&str, &str)>) {
     }
 }
 
-/// Writes a checkpoint's description (everything but the records) under `key`; its
-/// records are written in parts as they arrive ([`append_checkpoint_records`]), so each
-/// write costs only the new records, never the whole run again.
-pub fn save_checkpoint(key: &str, mut cp: Checkpoint) {
-    let Some(store) = web::storage() else { return };
+/// Writes a checkpoint's description (everything but the records) under `key`, in
+/// IndexedDB; its records are written in parts as they arrive
+/// ([`append_checkpoint_records`]), so each write costs only the new records, never the
+/// whole run again.
+pub async fn save_checkpoint(key: &str, mut cp: Checkpoint) -> Result<(), String> {
     cp.records.clear();
-    if let Ok(text) = serde_json::to_string(&cp) {
-        let _ = store.set_item(key, &text);
-    }
+    let text = serde_json::to_string(&cp).map_err(|e| e.to_string())?;
+    crate::web::keystore::checkpoint_put(key, &text).await
 }
 
 /// Writes part `n` of a checkpoint's records (a JSON array, as the run's host sent it);
-/// `false` when the browser's storage is full (that part is then not kept).
-pub fn append_checkpoint_records(key: &str, n: u32, records_json: &str) -> bool {
-    let Some(store) = web::storage() else {
-        return false;
-    };
-    store.set_item(&format!("{key}#{n}"), records_json).is_ok()
+/// `Err` when the browser's storage refused it (that part is then not kept).
+pub async fn append_checkpoint_records(
+    key: &str,
+    n: u32,
+    records_json: &str,
+) -> Result<(), String> {
+    crate::web::keystore::checkpoint_put(&format!("{key}#{n:08}"), records_json).await
 }
 
-/// Removes a checkpoint and all its parts.
+/// Removes a checkpoint and all its parts (in IndexedDB, and in `localStorage` where
+/// earlier versions kept them).
 pub fn remove_checkpoint(key: &str) {
+    let k = key.to_owned();
+    wasm_bindgen_futures::spawn_local(async move {
+        let _ = crate::web::keystore::checkpoint_remove(&k).await;
+    });
     let Some(s) = web::storage() else { return };
     let n = s.length().unwrap_or(0);
     let parts: Vec<String> = (0..n)
@@ -152,23 +158,49 @@ pub fn remove_checkpoint(key: &str) {
     let _ = s.remove_item(key);
 }
 
-/// Checkpoints of interrupted runs (one per run id; the oldest form had one key).
-pub fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
-    let Some(store) = web::storage() else {
-        return Vec::new();
-    };
-    let n = store.length().unwrap_or(0);
-    let all: Vec<String> = (0..n).filter_map(|i| store.key(i).ok().flatten()).collect();
-    let mut out: Vec<(String, Checkpoint)> = all
-        .iter()
-        .filter(|k| {
+/// A checkpoint from its head's text and its parts' texts in order.
+fn assemble(head: &str, parts: &[&str]) -> Option<Checkpoint> {
+    let mut cp: Checkpoint = crate::core::json::from_str(head).ok()?;
+    for p in parts {
+        cp.records
+            .extend(crate::core::json::from_str::<Vec<RequestRecord>>(p).unwrap_or_default());
+    }
+    Some(cp)
+}
+
+/// Checkpoints of runs that have not written their report (one per run id), oldest
+/// first: IndexedDB's, and those earlier versions left in `localStorage`.
+pub async fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
+    let mut out = Vec::new();
+    // IndexedDB: heads and their `#nnnnnnnn` parts (sorted by key, so parts are in order).
+    let mut items = crate::web::keystore::checkpoint_items()
+        .await
+        .unwrap_or_default();
+    crate::core::sort::sort_by(&mut items, |a, b| a.0.cmp(&b.0));
+    for (k, head) in items.iter().filter(|(k, _)| !k.contains('#')) {
+        let parts: Vec<&str> = items
+            .iter()
+            .filter(|(p, _)| {
+                p.strip_prefix(k.as_str())
+                    .is_some_and(|r| r.starts_with('#'))
+            })
+            .map(|(_, t)| t.as_str())
+            .collect();
+        if let Some(cp) = assemble(head, &parts) {
+            out.push((k.clone(), cp));
+        }
+    }
+    // localStorage (earlier versions).
+    if let Some(store) = web::storage() {
+        let n = store.length().unwrap_or(0);
+        let all: Vec<String> = (0..n).filter_map(|i| store.key(i).ok().flatten()).collect();
+        for k in all.iter().filter(|k| {
             (k.starts_with(CHECKPOINT_PREFIX) && !k.contains('#')) || *k == LEGACY_CHECKPOINT
-        })
-        .filter_map(|k| {
-            let text = store.get_item(k).ok()??;
-            let mut cp: Checkpoint = crate::core::json::from_str(&text).ok()?;
-            // Its records, part by part, in order.
-            let mut parts: Vec<(u32, &String)> = all
+        }) {
+            let Some(head) = store.get_item(k).ok().flatten() else {
+                continue;
+            };
+            let mut parts: Vec<(u32, String)> = all
                 .iter()
                 .filter_map(|p| {
                     let n = p
@@ -176,22 +208,16 @@ pub fn stored_checkpoints() -> Vec<(String, Checkpoint)> {
                         .strip_prefix('#')?
                         .parse()
                         .ok()?;
-                    Some((n, p))
+                    Some((n, store.get_item(p).ok().flatten()?))
                 })
                 .collect();
-            crate::core::sort::sort(&mut parts);
-            for (_, p) in parts {
-                let part = store
-                    .get_item(p)
-                    .ok()
-                    .flatten()
-                    .and_then(|t| crate::core::json::from_str::<Vec<RequestRecord>>(&t).ok())
-                    .unwrap_or_default();
-                cp.records.extend(part);
+            crate::core::sort::sort_by(&mut parts, |a, b| a.0.cmp(&b.0));
+            let texts: Vec<&str> = parts.iter().map(|(_, t)| t.as_str()).collect();
+            if let Some(cp) = assemble(&head, &texts) {
+                out.push((k.clone(), cp));
             }
-            Some((k.clone(), cp))
-        })
-        .collect();
+        }
+    }
     crate::core::sort::sort_by(&mut out, |a, b| {
         a.1.created.cmp(&b.1.created).then_with(|| a.0.cmp(&b.0))
     });

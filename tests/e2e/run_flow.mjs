@@ -266,6 +266,8 @@ try {
     const banner = await again.getByTestId("interrupted-run").textContent();
     const kept = Number(/: ([0-9]+) completed requests were kept/.exec(banner)?.[1] ?? -1);
     check(kept >= seen && kept < 400, `closed tab: reopening offers the ${kept} completed requests (≥ ${seen} seen before closing)`);
+    const inLocalStorage = await again.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("pinbench.checkpoint.")).length);
+    check(inLocalStorage === 0, `closed tab: the checkpoint is in IndexedDB, not localStorage (${inLocalStorage} localStorage items)`);
     await again.getByTestId("interrupted-report").click();
     await again.getByTestId("download-report").waitFor();
     const [dl] = await Promise.all([again.waitForEvent("download"), again.getByTestId("download-report").click()]);

@@ -253,6 +253,7 @@ pub fn RunPage() -> impl IntoView {
         spawn_local(async move {
             let held = keystore::held_locks().await;
             let (live, ended): (Vec<_>, Vec<_>) = stored_checkpoints()
+                .await
                 .into_iter()
                 .partition(|(k, _)| held.contains(k));
             interrupted.set(ended.into_iter().next());

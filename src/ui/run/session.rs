@@ -118,25 +118,28 @@ impl RunContext {
         }
     }
 
+    /// Writes the checkpoint's head (the pins, when, what storage dropped) in the
+    /// background.
     fn write_checkpoint(&self) {
-        save_checkpoint(
-            &self.key,
-            Checkpoint {
-                created: self.created.clone(),
-                config: self.cfg.clone(),
-                env: ClientEnv {
-                    timer_resolution_us: 0,
-                    cross_origin_isolated: web::cross_origin_isolated(),
-                    event_loop_lag_p99_us: 0,
-                    event_loop_lag_max_us: 0,
-                    host: None,
-                    clock_epoch_us: web::clock_epoch_us(),
-                },
-                planned: None,
-                records: Vec::new(),
-                dropped: self.parts.get().1,
+        let key = self.key.clone();
+        let head = Checkpoint {
+            created: self.created.clone(),
+            config: self.cfg.clone(),
+            env: ClientEnv {
+                timer_resolution_us: 0,
+                cross_origin_isolated: web::cross_origin_isolated(),
+                event_loop_lag_p99_us: 0,
+                event_loop_lag_max_us: 0,
+                host: None,
+                clock_epoch_us: web::clock_epoch_us(),
             },
-        );
+            planned: None,
+            records: Vec::new(),
+            dropped: self.parts.get().1,
+        };
+        spawn_local(async move {
+            let _ = save_checkpoint(&key, head).await;
+        });
     }
 }
 
@@ -213,19 +216,24 @@ impl RunSinks {
     /// New completed records (`count` of them) as JSON text: stored as they are, never
     /// parsed or re-serialised here while the run goes.
     fn on_checkpoint(&self, records_json: &str, count: u32) {
-        let ctx = &self.ctx;
-        let (n, dropped) = ctx.parts.get();
-        let kept = store::append_checkpoint_records(&ctx.key, n, records_json);
-        let dropped = if kept { dropped } else { dropped + count };
-        ctx.parts.set((n + 1, dropped));
-        if !kept {
-            self.storage_note.set(format!(
-                "The browser's storage refused the checkpoint: {dropped} completed requests are not kept should this tab close (they are in memory until the run ends)."
-            ));
-        }
-        if n == 0 || !kept {
+        let ctx = self.ctx.clone();
+        let (n, _) = ctx.parts.get();
+        ctx.parts.set((n + 1, ctx.parts.get().1));
+        if n == 0 {
             ctx.write_checkpoint();
         }
+        let (text, note) = (records_json.to_owned(), self.storage_note);
+        spawn_local(async move {
+            if let Err(e) = store::append_checkpoint_records(&ctx.key, n, &text).await {
+                let (parts, dropped) = ctx.parts.get();
+                let dropped = dropped + count;
+                ctx.parts.set((parts, dropped));
+                ctx.write_checkpoint();
+                note.set(format!(
+                    "The browser's storage refused the checkpoint ({e}): {dropped} completed requests are not kept should this tab close (they are in memory until the run ends)."
+                ));
+            }
+        });
     }
 
     fn on_done(&self, result: RunResult) {
