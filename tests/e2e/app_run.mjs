@@ -77,7 +77,7 @@ export function truthErrors(report, truths) {
     .map((r) => ({ t_send_us: r.t_send_us, response_id: r.response_id, chunks: decodeChunks(r.chunks), usage: r.usage, requested: r.output_tokens_requested }));
   const e = compareWithTruth(measured, truths);
   const byId = new Set(truths.map((t) => `cmpl-${t.id}`));
-  return { ...e, records: all.length, unmatched: all.filter((r) => !byId.has(r.response_id)).length };
+  return { ...e, expected: measured.length, records: all.length, unmatched: all.filter((r) => !byId.has(r.response_id)).length };
 }
 
 /**
@@ -108,6 +108,7 @@ export function compareWithTruth(recs, truths) {
   const dist = (xs) => ({ p50: quantile(xs, 0.5), p99: quantile(xs, 0.99) });
   return {
     matched: matched.length,
+    expected: recs.length,
     ttft: dist(ttftDiff),
     gap: dist(gapDiff),
     aggClient,

@@ -246,7 +246,8 @@ async function browserPair(c, tag) {
     const report = JSON.parse(r.text);
     if (report.body.client.env.host !== "worker") throw new Error(`the app measured on ${report.body.client.env.host}, not in its worker`);
     line(`pinbench${tag}`, c, truthErrors(report, await truthsSince(s)), r.cpu, r.main, r.busy);
-    results[`pinbench${tag}@${c}`].pageLagP99 = Number(r.params.get("page_lag_p99_us"));
+    const lag = r.params.get("page_lag_p99_us");
+    results[`pinbench${tag}@${c}`].pageLagP99 = lag === null || lag === "" ? NaN : Number(lag);
     console.log(`pinbench${tag} c=${c}: the page's event-loop lag during the run p99 ${(Number(r.params.get("page_lag_p99_us")) / 1000).toFixed(1)} ms, max ${(Number(r.params.get("page_lag_max_us")) / 1000).toFixed(1)} ms`);
   }
 }
@@ -304,6 +305,19 @@ console.log(rows.join("\n"));
 // hold the target every time, so a 2x regression still fails.
 const failures = [];
 const judge = (ok, hard, msg) => { console.log(`${ok ? "met    " : "NOT MET"} ${msg}`); if (ASSERT && !hard) failures.push(msg); };
+// Every figure a judgement uses must have been measured (a missing one is never read as 0),
+// and every measured request must be matched to the server's truth.
+const hardFail = (m) => { console.log(`FAILED  ${m}`); if (ASSERT) failures.push(m); };
+for (const [k, r] of Object.entries(results)) {
+  for (const [name, v] of [["TTFT p50", r.ttft?.p50], ["TTFT p99", r.ttft?.p99], ["gap p50", r.gap?.p50], ["gap p99", r.gap?.p99], ["aggregate", r.agg]]) {
+    if (!Number.isFinite(v)) hardFail(`${k}: ${name} was not measured`);
+  }
+  if (!(r.matched > 0 && r.matched === r.expected && (r.unmatched ?? 0) === 0)) hardFail(`${k}: ${r.matched} of ${r.expected} measured requests matched to the server's truth (${r.unmatched ?? 0} records with no truth)`);
+}
+for (const c of levels) {
+  if (c === 32 && !Number.isFinite(results[`pinbench@${c}`]?.pageLagP99)) hardFail(`pinbench@${c}: the page's event-loop lag was not posted`);
+  if (c === 8 && !Number.isFinite(results[`pinbench@${c}`]?.mainPerToken)) hardFail(`pinbench@${c}: the page main thread's CPU was not measured`);
+}
 for (const c of levels) {
   const p = results[`pinbench@${c}`], m = results[`minimal@${c}`], n = results[`native@${c}`], h = results[`node-h2@${c}`];
   for (const [k, lbl] of [["ttft", "TTFT"], ["gap", "gap"]]) {
