@@ -77,6 +77,9 @@ export async function pb_locks_held() {
   const q = await navigator.locks.query();
   return (q.held ?? []).map((l) => l.name);
 }
+export async function pb_storage_estimate() {
+  try { const e = await navigator.storage?.estimate?.(); return e ? [e.usage ?? 0, e.quota ?? 0] : null; } catch { return null; }
+}
 export async function pb_persist() {
   try { return (await navigator.storage?.persist?.()) === true; } catch { return false; }
 }
@@ -137,6 +140,8 @@ extern "C" {
     fn pb_locks_held() -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch)]
     fn pb_persist() -> Result<js_sys::Promise, JsValue>;
+    #[wasm_bindgen(catch)]
+    fn pb_storage_estimate() -> Result<js_sys::Promise, JsValue>;
     fn pb_guard_unload(on: bool);
 }
 
@@ -232,6 +237,13 @@ pub async fn ask_persistent_storage() -> bool {
             .unwrap_or(false),
         Err(_) => false,
     }
+}
+
+/// This origin's storage: (bytes used, quota), when the browser tells.
+pub async fn storage_estimate() -> Option<(f64, f64)> {
+    let v = JsFuture::from(pb_storage_estimate().ok()?).await.ok()?;
+    let a = js_sys::Array::from(&v);
+    Some((a.get(0).as_f64()?, a.get(1).as_f64()?))
 }
 
 /// Asks before the page is left (`on`), or stops asking.

@@ -206,9 +206,19 @@ pub fn RunPage() -> impl IntoView {
             };
             // A long run's checkpoint must not be evicted under storage pressure.
             spawn_local(async move {
-                if !keystore::ask_persistent_storage().await {
-                    storage_note.set("The browser did not grant persistent storage: under storage pressure it may evict this run's checkpoint. Download the report when the run ends.".into());
+                let persisted = keystore::ask_persistent_storage().await;
+                let room = keystore::storage_estimate().await.map(|(used, quota)| {
+                    format!(
+                        "This browser's storage for pinbench: {} MB used of {} MB.",
+                        crate::core::decimal::Fixed(used / 1e6, 1),
+                        crate::core::decimal::Fixed(quota / 1e6, 0)
+                    )
+                });
+                let mut note = room.unwrap_or_default();
+                if !persisted {
+                    note.push_str(" The browser did not grant persistent storage: under storage pressure it may evict this run's checkpoint. Download the report when the run ends.");
                 }
+                storage_note.set(note.trim().to_owned());
             });
             if let Some(url) = &collect {
                 post_to_collector(&format!("{url}?event=start"), "{}".into());
