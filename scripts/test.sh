@@ -41,9 +41,10 @@ trap report_times EXIT
 source scripts/env.sh
 mkdir -p "$PINBENCH_CACHE"
 bash scripts/llama.sh deps
-# At the lowest CPU priority: the timing-sensitive tests that run meanwhile get the
-# cores first (the build once stretched their gaps enough to miss a bound).
-setsid nice -n 19 bash scripts/llama.sh > "$PINBENCH_CACHE/llama-build.log" 2>&1 &
+# It overlaps setup, clippy and the builds only: every timing-sensitive test (the native
+# tests' timing bounds, the end-to-end runs) starts after it is done (it once stretched
+# the native tests' gaps enough to miss a bound).
+setsid bash scripts/llama.sh > "$PINBENCH_CACHE/llama-build.log" 2>&1 &
 LLAMA_PID=$!
 wait_llama() {
   if [ -n "${LLAMA_PID:-}" ]; then
@@ -70,10 +71,6 @@ if cargo tree --locked -p pinbench-core -e normal,build --prefix none --target a
   echo "pinbench-core depends on a browser crate (above)" >&2; exit 1
 fi
 
-step "native tests"
-cargo test --workspace --locked 2>&1 | tee "$PINBENCH_CACHE/native-tests.log"
-awk '/^test result:/ { p += $4; f += $6 } END { printf "native tests: %d passed, %d failed\n", p, f }' "$PINBENCH_CACHE/native-tests.log"
-
 step "browser tests (wasm-bindgen-test, headless Chromium)"
 cargo test -p pinbench --target wasm32-unknown-unknown --locked --test web
 
@@ -90,6 +87,10 @@ cargo build --locked -p pinbench --profile native --bin pinbench
 
 step "wait for the llama-server build"
 wait_llama
+
+step "native tests"
+cargo test --workspace --locked 2>&1 | tee "$PINBENCH_CACHE/native-tests.log"
+awk '/^test result:/ { p += $4; f += $6 } END { printf "native tests: %d passed, %d failed\n", p, f }' "$PINBENCH_CACHE/native-tests.log"
 
 step "page load in headless Chromium"
 node tests/e2e/page_load.mjs dist
