@@ -324,8 +324,8 @@ fn digest(o: &Opened) -> String {
 }
 
 /// Refuses sources that are not distinct runs: the same report twice (equal digests),
-/// the same run signed twice (the same start on the same clock), or a request in two
-/// places (equal response ids).
+/// the same run signed twice (the same start on the same clock and the same records), or
+/// a request in two places (equal response ids).
 fn distinct(sources: &[Source]) -> Result<(), MergeError> {
     let digests: Vec<String> = sources.iter().map(|s| digest(&s.opened)).collect();
     for (i, a) in sources.iter().enumerate() {
@@ -338,8 +338,11 @@ fn distinct(sources: &[Source]) -> Result<(), MergeError> {
                 ));
             }
             let (ea, eb) = (&a.opened.report.body, &b.opened.report.body);
+            // The same start on the same clock and the same records: one run signed twice
+            // (two clients started together differ in their records).
             if ea.created == eb.created
                 && ea.client.env.clock_epoch_us == eb.client.env.clock_epoch_us
+                && ea.records == eb.records
             {
                 return Err(MergeError::SameRun(
                     a.title.clone(),
