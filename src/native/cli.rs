@@ -18,7 +18,7 @@ use crate::core::metrics::{ClientEnv, RunHost, Slo};
 use crate::core::pins::{RawConfig, RunConfig};
 use crate::core::prompt::Calibration;
 use crate::core::record::RequestRecord;
-use crate::core::report::ProbeSnapshot;
+use crate::core::report::{ProbeSnapshot, ReportBody};
 use crate::core::session::{Progress, RunSession, Wake};
 use crate::core::sign::KeyPair;
 
@@ -725,6 +725,22 @@ fn write_report(path: &Path, text: &str, force: bool) -> Result<(), CliError> {
         .map_err(|e| CliError::Report(format!("could not write {}: {e}", path.display())))
 }
 
+/// Signs a report body built here (a merge, a sealed checkpoint) and writes it.
+fn sign_and_write(
+    body: ReportBody,
+    key: &KeyPair,
+    out: &Path,
+    force: bool,
+) -> Result<(), CliError> {
+    let report = block_on(lifecycle::sign_body(body, key))?
+        .map_err(|e| CliError::Report(e.to_string()))?
+        .report;
+    let text = report
+        .to_json()
+        .map_err(|e| CliError::Report(e.to_string()))?;
+    write_report(out, &text, force)
+}
+
 /// Wire facts the native network reports per request, added to its record.
 type WireById =
     std::collections::HashMap<u32, (Option<String>, Option<crate::core::record::WireTiming>)>;
@@ -844,13 +860,7 @@ pub fn seal(a: &SealArgs) -> Result<(), CliError> {
         .into_body()
         .map_err(|e| CliError::Report(format!("could not build the report: {e}")))?;
     let key = load_key(&a.key)?;
-    let report = block_on(lifecycle::sign_body(body, &key))?
-        .map_err(|e| CliError::Report(e.to_string()))?
-        .report;
-    let text = report
-        .to_json()
-        .map_err(|e| CliError::Report(e.to_string()))?;
-    write_report(&a.out, &text, a.force)?;
+    sign_and_write(body, &key, &a.out, a.force)?;
     eprintln!(
         "pinbench: sealed {n} completed requests of {} into {} (partial; signed by {}){}",
         a.checkpoint.display(),
@@ -910,13 +920,7 @@ pub fn merge(a: &MergeArgs) -> Result<(), CliError> {
     let body = crate::core::share::merge::merge(&sources, created)
         .map_err(|e| CliError::Report(format!("cannot merge: {e}")))?;
     let info = body.merged.clone();
-    let report = block_on(lifecycle::sign_body(body, &key))?
-        .map_err(|e| CliError::Report(e.to_string()))?
-        .report;
-    let text = report
-        .to_json()
-        .map_err(|e| CliError::Report(e.to_string()))?;
-    write_report(&a.out, &text, a.force)?;
+    sign_and_write(body, &key, &a.out, a.force)?;
     if let Some(i) = info {
         eprintln!(
             "pinbench: merged {} reports into {} (signed by {}); common window {:.3} s, aggregate output {} tok/s",

@@ -145,64 +145,53 @@ extern "C" {
     fn pb_guard_unload(on: bool);
 }
 
+/// Waits for a JS promise whose value does not matter.
+async fn settled(p: Result<js_sys::Promise, JsValue>) -> Result<(), String> {
+    JsFuture::from(p.map_err(js)?).await.map(|_| ()).map_err(js)
+}
+
+/// Waits for a JS promise of `[[string, string], …]`.
+async fn string_pairs(
+    p: Result<js_sys::Promise, JsValue>,
+) -> Result<Vec<(String, String)>, String> {
+    let v = JsFuture::from(p.map_err(js)?).await.map_err(js)?;
+    Ok(js_sys::Array::from(&v)
+        .iter()
+        .filter_map(|pair| {
+            let a = js_sys::Array::from(&pair);
+            Some((a.get(0).as_string()?, a.get(1).as_string()?))
+        })
+        .collect())
+}
+
 /// Keeps a finished run's report in IndexedDB until it is downloaded or discarded.
 pub async fn keep_report(id: &str, text: &str) -> Result<(), String> {
-    JsFuture::from(pb_report_put(id, text).map_err(js)?)
-        .await
-        .map(|_| ())
-        .map_err(js)
+    settled(pb_report_put(id, text)).await
 }
 
 /// Forgets a kept report (downloaded, or discarded by the user).
 pub async fn forget_report(id: &str) -> Result<(), String> {
-    JsFuture::from(pb_report_delete(id).map_err(js)?)
-        .await
-        .map(|_| ())
-        .map_err(js)
+    settled(pb_report_delete(id)).await
 }
 
 /// The reports kept and not yet downloaded: (run id, report text).
 pub async fn kept_reports() -> Result<Vec<(String, String)>, String> {
-    let v = JsFuture::from(pb_reports().map_err(js)?)
-        .await
-        .map_err(js)?;
-    Ok(js_sys::Array::from(&v)
-        .iter()
-        .filter_map(|pair| {
-            let a = js_sys::Array::from(&pair);
-            Some((a.get(0).as_string()?, a.get(1).as_string()?))
-        })
-        .collect())
+    string_pairs(pb_reports()).await
 }
 
 /// Writes a checkpoint item (a run's head, or a part of its records) to IndexedDB.
 pub async fn checkpoint_put(key: &str, text: &str) -> Result<(), String> {
-    JsFuture::from(pb_ckpt_put(key, text).map_err(js)?)
-        .await
-        .map(|_| ())
-        .map_err(js)
+    settled(pb_ckpt_put(key, text)).await
 }
 
 /// Removes a run's checkpoint head and every part.
 pub async fn checkpoint_remove(key: &str) -> Result<(), String> {
-    JsFuture::from(pb_ckpt_remove(key).map_err(js)?)
-        .await
-        .map(|_| ())
-        .map_err(js)
+    settled(pb_ckpt_remove(key)).await
 }
 
 /// Every checkpoint item: (key, text).
 pub async fn checkpoint_items() -> Result<Vec<(String, String)>, String> {
-    let v = JsFuture::from(pb_ckpt_all().map_err(js)?)
-        .await
-        .map_err(js)?;
-    Ok(js_sys::Array::from(&v)
-        .iter()
-        .filter_map(|pair| {
-            let a = js_sys::Array::from(&pair);
-            Some((a.get(0).as_string()?, a.get(1).as_string()?))
-        })
-        .collect())
+    string_pairs(pb_ckpt_all()).await
 }
 
 /// Holds a Web Lock named `name` until the returned function is called (`None` where the
