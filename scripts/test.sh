@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # What CI runs does not depend on the caller's environment: the variables that switch
 # assertions off, shorten the fidelity bench, change case counts or test threads are
 # cleared before anything runs.
-unset ASSERT FIDELITY_MEASURED_S PINBENCH_FUZZ_CASES PROPTEST_CASES PROPTEST_MAX_SHRINK_ITERS \
+unset ASSERT FIDELITY_MEASURED_S FIDELITY_DUMP BASELINE_OUT PINBENCH_FUZZ_CASES PROPTEST_CASES PROPTEST_MAX_SHRINK_ITERS \
   PROPTEST_MAX_GLOBAL_REJECTS PROPTEST_MAX_LOCAL_REJECTS RUST_TEST_THREADS RUST_TEST_SHUFFLE
 T0=$(date +%s)
 TIMES=()
@@ -118,6 +118,9 @@ node tests/e2e/cli_keeps.mjs
 
 step "end to end: the bundle from a sub-path, the card embedded in another origin"
 node tests/e2e/subpath.mjs dist
+
+step "end to end: the vendors' SDKs (openai, @anthropic-ai/sdk, @google/genai) against the reference server in each dialect"
+node tests/e2e/sdks.mjs
 
 step "end to end: a share link cannot send a remembered key to another origin"
 node tests/e2e/link_key.mjs dist

@@ -45,6 +45,8 @@ fn chunk_json(dialect: Dialect, text: &str, usage: Option<u64>, finish: Option<&
         Dialect::Completions => format!(
             r#"{{"id":"c1","choices":[{{"index":0,"text":"{text}","finish_reason":{finish}}}],"usage":{usage}}}"#
         ),
+        // The vendors' streams have their own framing test (tests/vendor_streams.rs).
+        other => panic!("framing covers the OpenAI-compatible dialects, not {other:?}"),
     }
 }
 

@@ -34,6 +34,7 @@ fn text_chunk(dialect: Dialect, text: &str) -> String {
         Dialect::Completions => data(&format!(
             r#"{{"choices":[{{"index":0,"text":"{text}","finish_reason":null}}]}}"#
         )),
+        other => panic!("these cases are OpenAI-compatible, not {other:?}"),
     }
 }
 

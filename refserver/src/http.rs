@@ -1,5 +1,7 @@
 //! HTTP layer: routes, CORS, OpenAI-shaped streaming and errors, truth and metrics.
 
+use crate::reasoning::Reasoning;
+use crate::wire::{Counts, End, Wire, Writer};
 use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;
@@ -54,6 +56,8 @@ pub struct AppState {
     pub prefix_cache: std::sync::Mutex<std::collections::HashSet<u64>>,
     /// Last activity, server µs.
     pub last_activity_us: AtomicU64,
+    /// Whether (and how) the emulated model reasons.
+    pub reasoning: Reasoning,
 }
 
 impl AppState {
@@ -78,7 +82,14 @@ impl AppState {
             in_flight: AtomicU64::new(0),
             prefix_cache: std::sync::Mutex::new(std::collections::HashSet::new()),
             last_activity_us: AtomicU64::new(0),
+            reasoning: Reasoning::None,
         }
+    }
+
+    /// The same state with an emulated reasoning model.
+    pub fn with_reasoning(mut self, reasoning: Reasoning) -> Self {
+        self.reasoning = reasoning;
+        self
     }
 
     fn now(&self) -> u64 {
@@ -177,7 +188,7 @@ pub async fn handle(
                 "no truth record with that id",
             ),
         },
-        (Method::POST, "/tokenize" | "/v1/completions" | "/v1/chat/completions") => {
+        (Method::POST, p) if p == "/tokenize" || Wire::of_path(p).is_some() => {
             let faults_header = req
                 .headers()
                 .get("x-pinbench-fault")
@@ -268,6 +279,8 @@ fn models(state: &AppState) -> Response<RespBody> {
                 "batching": p.batching, "prefill_budget_tokens": p.prefill_budget_tokens,
                 "tokens_per_event": p.tokens_per_event,
                 "prefix_cache": p.prefix_cache,
+                // What a request of this server reasons: the probe fills the reasoning pin.
+                "reasoning": state.reasoning.pin_text(),
                 // Prompts are prefilled in chunks of the prefill budget beside decoding.
                 "phases": "chunked_prefill",
                 "dtype": if p.bytes_per_param == 2.0 { "bf16".to_owned() } else { format!("{} bytes/param", p.bytes_per_param) },
@@ -410,7 +423,55 @@ fn natural_length(prompt: &str) -> u32 {
     16 + h % 240
 }
 
+/// The chat messages of a chat-shaped request (`None` for completions): Responses'
+/// `input` (text or messages), Anthropic's `system` and `messages`, Gemini's `contents`.
+fn messages_of(wire: Wire, body: &Value) -> Result<Option<Value>, String> {
+    Ok(match wire {
+        Wire::Completions => None,
+        Wire::Chat => Some(
+            body.get("messages")
+                .cloned()
+                .ok_or("`messages` must be an array")?,
+        ),
+        Wire::Responses => Some(match body.get("input") {
+            Some(Value::String(s)) => json!([{"role": "user", "content": s}]),
+            Some(a @ Value::Array(_)) => a.clone(),
+            _ => return Err("`input` must be a string or an array of messages".into()),
+        }),
+        Wire::Messages => {
+            let mut m = Vec::new();
+            if let Some(sys) = body.get("system") {
+                m.push(json!({"role": "system", "content": sys}));
+            }
+            m.extend(
+                body.get("messages")
+                    .and_then(Value::as_array)
+                    .ok_or("messages: Field required")?
+                    .iter()
+                    .cloned(),
+            );
+            Some(Value::Array(m))
+        }
+        Wire::Gemini => {
+            let contents = body
+                .get("contents")
+                .and_then(Value::as_array)
+                .ok_or("contents must be an array")?;
+            Some(Value::Array(
+                contents
+                    .iter()
+                    .map(|c| {
+                        json!({"role": c.get("role").and_then(Value::as_str).unwrap_or("user"),
+                               "content": c.get("parts").cloned().unwrap_or(json!([]))})
+                    })
+                    .collect(),
+            ))
+        }
+    })
+}
+
 struct Plan {
+    wire: Wire,
     chat: bool,
     prompt_tokens: u32,
     /// Hash of the prompt's text (the prefix cache's key).
@@ -420,6 +481,9 @@ struct Plan {
     stream: bool,
     include_usage: bool,
     continuous_usage: bool,
+    /// Reasoning tokens generated before the answer, and whether they are sent.
+    reasoning: u32,
+    reasoning_visible: bool,
 }
 
 /// Prompts the prefix cache remembers before it starts over.
@@ -435,8 +499,14 @@ fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response
         ))
     };
     let p = &state.profile;
-    let chat = path == "/v1/chat/completions";
-    match body.get("model").and_then(Value::as_str) {
+    let Some((wire, path_model)) = Wire::of_path(path) else {
+        return Err(bad("no such API path"));
+    };
+    let chat = wire != Wire::Completions;
+    match path_model
+        .as_deref()
+        .or_else(|| body.get("model").and_then(Value::as_str))
+    {
         Some(m) if m == p.model_id => {}
         Some(m) => {
             return Err(Box::new(error(
@@ -451,17 +521,33 @@ fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response
         }
         None => return Err(bad("`model` is required")),
     }
-    let (text, prompt_tokens) = prompt_of(body, chat).map_err(|e| bad(&e))?;
+    // Every chat-shaped API is counted through the same template as chat messages.
+    let messages = messages_of(wire, body).map_err(|e| bad(&e))?;
+    let (text, prompt_tokens) = match &messages {
+        Some(m) => prompt_of(&json!({ "messages": m }), true),
+        None => prompt_of(body, false),
+    }
+    .map_err(|e| bad(&e))?;
     let prompt_hash = {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         text.hash(&mut h);
         h.finish()
     };
-    let max_tokens = match body
-        .get("max_tokens")
-        .or_else(|| body.get("max_completion_tokens"))
-    {
+    let cap = match wire {
+        Wire::Completions | Wire::Chat => body
+            .get("max_tokens")
+            .or_else(|| body.get("max_completion_tokens")),
+        Wire::Responses => body.get("max_output_tokens"),
+        Wire::Messages => body.get("max_tokens"),
+        Wire::Gemini => body
+            .get("generationConfig")
+            .and_then(|g| g.get("maxOutputTokens")),
+    };
+    if wire == Wire::Messages && cap.is_none() {
+        return Err(bad("max_tokens: Field required"));
+    }
+    let max_tokens = match cap {
         None | Some(Value::Null) => 16,
         Some(v) => match v.as_u64() {
             Some(n) if n >= 1 && n <= u64::from(p.max_model_len) => n as u32,
@@ -497,12 +583,15 @@ fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response
         .filter(|&n| n < max_tokens);
     let so = body.get("stream_options");
     Ok(Plan {
+        wire,
         chat,
         prompt_tokens,
         prompt_hash,
         max_tokens,
         stop_at,
-        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        // Gemini streams by its path.
+        stream: wire == Wire::Gemini
+            || body.get("stream").and_then(Value::as_bool).unwrap_or(false),
         include_usage: so
             .and_then(|s| s.get("include_usage"))
             .and_then(Value::as_bool)
@@ -511,6 +600,8 @@ fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response
             .and_then(|s| s.get("continuous_usage_stats"))
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        reasoning: 0,
+        reasoning_visible: false,
     })
 }
 
@@ -569,6 +660,15 @@ async fn completion(
         }
     };
     truth.prompt_tokens = plan.prompt_tokens;
+    truth.response_id = plan.wire.response_id(id);
+    // A reasoning model reasons first; the answer's own length follows (capped by the
+    // request's token cap, which counts both).
+    plan.reasoning = state.reasoning.tokens_for(id);
+    plan.reasoning_visible = state.reasoning.visible();
+    plan.stop_at = plan
+        .stop_at
+        .map(|n| n.saturating_add(plan.reasoning))
+        .filter(|&n| n < plan.max_tokens);
     if let Some(ms) = faults.slow_headers_ms {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
@@ -668,48 +768,6 @@ fn created() -> u64 {
         .unwrap_or(0)
 }
 
-/// What one streamed chunk carries.
-#[derive(Default)]
-struct Parts<'a> {
-    text: Option<&'a str>,
-    role: bool,
-    finish: Option<&'a str>,
-    usage: Option<Value>,
-}
-
-fn chunk_json(state: &AppState, plan: &Plan, id: u64, parts: Parts<'_>, emit_us: u64) -> Value {
-    let Parts {
-        text,
-        role,
-        finish,
-        usage,
-    } = parts;
-    let model = &state.profile.model_id;
-    let choice = if plan.chat {
-        let mut delta = serde_json::Map::new();
-        if role {
-            delta.insert("role".into(), json!("assistant"));
-            delta.insert("content".into(), json!(""));
-        }
-        if let Some(t) = text {
-            delta.insert("content".into(), json!(t));
-        }
-        json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish})
-    } else {
-        json!({"index": 0, "text": text.unwrap_or(""), "logprobs": null, "finish_reason": finish, "stop_reason": null})
-    };
-    let (cid, object) = if plan.chat {
-        (format!("chatcmpl-{id}"), "chat.completion.chunk")
-    } else {
-        (format!("cmpl-{id}"), "text_completion")
-    };
-    let mut v = json!({"id": cid, "object": object, "created": created(), "model": model, "choices": [choice], "pinbench_emit_us": emit_us});
-    if let Some(u) = usage {
-        v["usage"] = u;
-    }
-    v
-}
-
 fn usage(prompt: u32, completion: u32) -> Value {
     json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
 }
@@ -725,30 +783,28 @@ async fn stream_events(
     let id = truth.id;
     let send = |b: String| {
         let btx = btx.clone();
-        async move { btx.send(Ok(Bytes::from(b))).await.is_ok() }
+        async move { b.is_empty() || btx.send(Ok(Bytes::from(b))).await.is_ok() }
+    };
+    let mut w = Writer::new(
+        plan.wire,
+        id,
+        &state.profile.model_id,
+        created(),
+        plan.include_usage,
+        plan.continuous_usage,
+    );
+    let cached = truth.cached_tokens;
+    let counts = |sent: u32| Counts {
+        prompt: plan.prompt_tokens,
+        cached,
+        completion: sent,
+        reasoning: sent.min(plan.reasoning),
     };
     let k = state.profile.tokens_per_event.max(1);
     let mut pending = 0u32;
+    // Tokens generated so far (reasoning included, sent or not).
     let mut sent = 0u32;
-    let mut alive = true;
-    if plan.chat {
-        let now = state.now();
-        alive = send(format!(
-            "data: {}\n\n",
-            chunk_json(
-                &state,
-                &plan,
-                id,
-                Parts {
-                    role: true,
-                    usage: plan.continuous_usage.then(|| usage(plan.prompt_tokens, 0)),
-                    ..Parts::default()
-                },
-                now
-            )
-        ))
-        .await;
-    }
+    let mut alive = send(w.start(counts(0), state.now())).await;
     let mut finish: Option<FinishReason> = None;
     'outer: while alive {
         let Some(ev) = erx.recv().await else { break };
@@ -758,35 +814,41 @@ async fn stream_events(
                 pending += 1;
                 let done_soon =
                     count >= plan.max_tokens || plan.stop_at.is_some_and(|n| count >= n);
-                if pending < k && !done_soon {
+                // An event never mixes reasoning and answer: the last reasoning token
+                // closes its event.
+                let boundary = sent + pending == plan.reasoning;
+                if pending < k && !done_soon && !boundary {
+                    continue;
+                }
+                let reasoning = sent < plan.reasoning;
+                let now = state.now();
+                if reasoning && !plan.reasoning_visible {
+                    // Generated, not sent: only the APIs that mark hidden reasoning
+                    // say anything, once, when it ends.
+                    sent += pending;
+                    pending = 0;
+                    if sent >= plan.reasoning {
+                        alive = send(w.hidden_reasoning(counts(sent))).await;
+                    }
+                    truth.completion_tokens = sent;
                     continue;
                 }
                 let text: String = (u64::from(sent)..u64::from(sent + pending))
                     .map(tokenizer::output_piece)
                     .collect();
-                let now = state.now();
-                let u = plan
-                    .continuous_usage
-                    .then(|| usage(plan.prompt_tokens, sent + pending));
-                let line = format!(
-                    "data: {}\n\n",
-                    chunk_json(
-                        &state,
-                        &plan,
-                        id,
-                        Parts {
-                            text: Some(&text),
-                            usage: u,
-                            ..Parts::default()
-                        },
-                        now
-                    )
-                );
+                let line = w.text(reasoning, &text, counts(sent + pending), now);
                 if !send(line).await {
                     alive = false;
                     break;
                 }
                 truth.first_token_us.get_or_insert(now);
+                if reasoning {
+                    truth.reasoning_chunks += 1;
+                    truth.reasoning_text.push_str(&text);
+                } else {
+                    truth.first_answer_us.get_or_insert(now);
+                    truth.text.push_str(&text);
+                }
                 truth.chunks.push((now, pending));
                 sent += pending;
                 truth.completion_tokens = sent;
@@ -802,8 +864,7 @@ async fn stream_events(
                     }
                 }
                 if faults.error_event_at == Some(sent) {
-                    let e = json!({"error": {"message": "injected fault: error event", "type": "server_error", "param": null, "code": 500}});
-                    send(format!("data: {e}\n\n")).await;
+                    send(w.error("injected fault: error event")).await;
                     truth.finish_reason = Some("error".into());
                     break 'outer;
                 }
@@ -826,32 +887,13 @@ async fn stream_events(
             }
         }
     }
+    truth.reasoning_tokens = sent.min(plan.reasoning);
     if let Some(reason) = finish.filter(|_| alive) {
-        let now = state.now();
-        let u = plan
-            .continuous_usage
-            .then(|| usage(plan.prompt_tokens, sent));
-        let parts = Parts {
-            text: if plan.chat { None } else { Some("") },
-            finish: Some(reason.as_str()),
-            usage: u,
-            ..Parts::default()
+        let end = match reason {
+            FinishReason::Length => End::Length,
+            _ => End::Stop,
         };
-        let fin = chunk_json(&state, &plan, id, parts, now);
-        let mut out = format!("data: {fin}\n\n");
-        if plan.include_usage {
-            let parts = Parts {
-                usage: Some(usage(plan.prompt_tokens, sent)),
-                ..Parts::default()
-            };
-            let mut v = chunk_json(&state, &plan, id, parts, now);
-            v["choices"] = json!([]);
-            out.push_str(&format!("data: {v}\n\n"));
-        }
-        if !faults.no_done {
-            out.push_str("data: [DONE]\n\n");
-        }
-        send(out).await;
+        send(w.finish(end, counts(sent), !faults.no_done, state.now())).await;
         truth.finish_reason = Some(reason.as_str().into());
     }
     truth.finished_us = Some(state.now());

@@ -9,9 +9,11 @@ pub mod engine;
 pub mod faults;
 pub mod http;
 pub mod profile;
+pub mod reasoning;
 pub mod tls;
 pub mod tokenizer;
 pub mod truth;
+pub mod wire;
 
 use std::time::Instant;
 

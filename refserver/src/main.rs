@@ -11,6 +11,7 @@ use hyper_util::server::conn::auto;
 use pinbench_refserver::faults::Faults;
 use pinbench_refserver::http::{self, AppState};
 use pinbench_refserver::profile::{Batching, Profile};
+use pinbench_refserver::reasoning::Reasoning;
 use pinbench_refserver::{engine, micros_since, tls};
 use tokio::net::TcpListener;
 
@@ -28,6 +29,8 @@ Usage: pinbench-refserver [options]
   --max-num-seqs N      overrides the profile
   --kv-capacity N       KV capacity in tokens (overrides the profile)
   --zero-step-cost      steps cost nothing (server throughput benchmark)
+  --reasoning MODE      none | visible | hidden: each request reasons first (default none)
+  --reasoning-tokens R  reasoning tokens per request: N or A..B (default 32)
   --allow-origin O      Access-Control-Allow-Origin / Timing-Allow-Origin (default *)
   --fault SPEC          faults for every request (see src/faults.rs); repeat the flag to
                         apply several specs in turn
@@ -45,6 +48,7 @@ struct Options {
     fault_every: u64,
     idle_exit: Option<Duration>,
     cert_out: Option<String>,
+    reasoning: Reasoning,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -58,7 +62,9 @@ fn parse_args() -> Result<Options, String> {
         fault_every: 1,
         idle_exit: Some(Duration::from_secs(900)),
         cert_out: None,
+        reasoning: Reasoning::None,
     };
+    let (mut reasoning_mode, mut reasoning_tokens) = ("none".to_owned(), "32".to_owned());
     let mut overrides: Vec<(String, String)> = Vec::new();
     let mut zero = false;
     while let Some(a) = args.next() {
@@ -104,6 +110,8 @@ fn parse_args() -> Result<Options, String> {
                 o.idle_exit = (s > 0).then(|| Duration::from_secs(s));
             }
             "--cert-out" => o.cert_out = Some(val()?),
+            "--reasoning" => reasoning_mode = val()?,
+            "--reasoning-tokens" => reasoning_tokens = val()?,
             other => return Err(format!("unknown option {other}\n\n{HELP}")),
         }
     }
@@ -134,6 +142,7 @@ fn parse_args() -> Result<Options, String> {
         }
     }
     o.profile.zero_step_cost |= zero;
+    o.reasoning = Reasoning::parse(&reasoning_mode, &reasoning_tokens)?;
     Ok(o)
 }
 
@@ -155,14 +164,17 @@ async fn main() {
 async fn run(o: Options) -> Result<(), Box<dyn std::error::Error>> {
     let origin = Instant::now();
     let engine = engine::start(o.profile.clone(), origin);
-    let state = Arc::new(AppState::new(
-        o.profile.clone(),
-        engine,
-        origin,
-        o.allow_origin,
-        o.faults,
-        o.fault_every,
-    ));
+    let state = Arc::new(
+        AppState::new(
+            o.profile.clone(),
+            engine,
+            origin,
+            o.allow_origin,
+            o.faults,
+            o.fault_every,
+        )
+        .with_reasoning(o.reasoning),
+    );
     let http = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], o.port))).await?;
     let http_addr = http.local_addr()?;
     let mut tls_addr = None;

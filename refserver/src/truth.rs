@@ -39,6 +39,18 @@ pub struct Truth {
     pub status: u16,
     /// Faults applied (the spec), if any.
     pub faults: Option<String>,
+    /// The response id as the request's API wrote it (`cmpl-N`, `msg_N`, …).
+    pub response_id: String,
+    /// Of the generated tokens, reasoning (sent or not).
+    pub reasoning_tokens: u32,
+    /// Leading `chunks` that carried reasoning (visible reasoning only).
+    pub reasoning_chunks: u32,
+    /// First answer token's event written, µs.
+    pub first_answer_us: Option<u64>,
+    /// The answer text sent (a client's text must equal it).
+    pub text: String,
+    /// The reasoning text sent (empty when hidden).
+    pub reasoning_text: String,
 }
 
 /// Bytes of truth kept at most (oldest dropped first).
@@ -52,6 +64,9 @@ impl Truth {
             + self.chunks.len() * std::mem::size_of::<(u64, u32)>()
             + self.finish_reason.as_ref().map_or(0, String::len)
             + self.faults.as_ref().map_or(0, String::len)
+            + self.response_id.len()
+            + self.text.len()
+            + self.reasoning_text.len()
     }
 }
 

@@ -53,6 +53,7 @@ fn config(s: &Spec, warm: u32, measured: u32, cool: u32) -> Result<RunConfig, St
         ("nonce_prefix", "on"),
         ("temperature", "0"),
         ("sampling_extra", "{}"),
+        ("reasoning", "none"),
     ] {
         *r.field_mut(name).ok_or(format!("unknown field {name}"))? = RawField::declared(text);
     }

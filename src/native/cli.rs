@@ -980,7 +980,11 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         let calibration = lifecycle::calibrate(&host, &cfg).await?;
         let clock = Clock::start();
         let ckpt = Checkpointer::create(&checkpoint, &created, &cfg, clock)?;
-        let url = format!("{}{}", cfg.endpoint.base_url, cfg.endpoint.dialect.path());
+        let url = format!(
+            "{}{}",
+            cfg.endpoint.base_url,
+            cfg.endpoint.dialect.path(&cfg.model.id.value)
+        );
         let (net, rx) =
             NativeNet::open(&url, a.net.ca_cert.as_deref(), a.net.header.clone(), clock).await?;
         let extra: Vec<(String, String)> = a.net.header.iter().cloned().collect();

@@ -328,7 +328,9 @@ impl NativeNet {
 }
 
 impl Transport for NativeNet {
-    fn send(&mut self, req: &Outgoing) {
+    /// The request is written by its task (the session's stamp is the send time: the
+    /// task starts at once on this thread).
+    fn send(&mut self, req: &Outgoing) -> Option<u64> {
         let (abort_tx, abort_rx) = oneshot::channel();
         self.aborts.insert(req.id, abort_tx);
         let job = Job {
@@ -339,6 +341,7 @@ impl Transport for NativeNet {
             extra_header: self.extra_header.clone(),
         };
         tokio::task::spawn_local(job.run(abort_rx));
+        None
     }
 
     fn abort(&mut self, id: u32) {

@@ -58,8 +58,9 @@ pub struct RunResult {
     pub env: ClientEnv,
 }
 
-/// A callback that receives the records completed since its last call.
-pub type RecordsFn = Box<dyn Fn(&[RequestRecord])>;
+/// A callback that receives the records completed since its last call, as the JSON text
+/// of an array, and their count.
+pub type RecordsFn = Box<dyn Fn(String, u32)>;
 
 /// Where the host reports to (the worker posts messages; the main thread calls the page).
 pub struct HostSink {
@@ -123,7 +124,7 @@ struct Net {
 }
 
 impl Transport for Net {
-    fn send(&mut self, req: &Outgoing) {
+    fn send(&mut self, req: &Outgoing) -> Option<u64> {
         let Ok(controller) = web_sys::AbortController::new() else {
             // No AbortController: the request still gets its record, as a failure.
             let st = self.state.clone();
@@ -131,7 +132,7 @@ impl Transport for Net {
             wasm_bindgen_futures::spawn_local(async move {
                 end_request(&st, id, StreamEnd::Failed(network("no AbortController")));
             });
-            return;
+            return None;
         };
         self.controllers.push((req.id, controller.clone()));
         let request = fetch::web_request(
@@ -140,13 +141,23 @@ impl Transport for Net {
             Some(&controller.signal()),
         );
         let (st, id) = (self.state.clone(), req.id);
+        // `fetch` is called here, right after the send time is read (not in a later
+        // microtask), as a minimal loop does: the record's TTFT starts at the handover.
+        let (sent, response) = match request {
+            Ok(r) => {
+                let t = now_us();
+                (Some(t), Ok(web::fetch_request(&r)))
+            }
+            Err(e) => (None, Err(e)),
+        };
         wasm_bindgen_futures::spawn_local(async move {
-            let end = match request {
-                Ok(r) => read_stream(&st, id, r).await,
+            let end = match response {
+                Ok(p) => read_stream(&st, id, p).await,
                 Err(e) => StreamEnd::Failed(network(&e)),
             };
             end_request(&st, id, end);
         });
+        sent
     }
 
     fn abort(&mut self, id: u32) {
@@ -164,7 +175,11 @@ struct State {
     timer: Option<i32>,
     wake: Option<Closure<dyn FnMut()>>,
     intervals: Vec<(i32, Closure<dyn FnMut()>)>,
+    /// Records already written into `pending` (JSON text of the records completed since
+    /// the last checkpoint, each written as it completes: one second's records written at
+    /// once held the loop for several ms, delaying chunk timestamps).
     checkpointed: usize,
+    pending: (String, u32),
     lag: Option<LagMonitor>,
     timer_resolution_us: u64,
 }
@@ -182,8 +197,8 @@ fn network(message: &str) -> Outcome {
 
 /// Streams one response into the session: a timestamp per read, the bytes handed over
 /// at once. Returns how the stream ended.
-async fn read_stream(st: &Weak<RefCell<State>>, id: u32, request: web_sys::Request) -> StreamEnd {
-    let resp = match JsFuture::from(web::fetch_request(&request)).await {
+async fn read_stream(st: &Weak<RefCell<State>>, id: u32, response: js_sys::Promise) -> StreamEnd {
+    let resp = match JsFuture::from(response).await {
         Ok(r) => r,
         Err(e) => return StreamEnd::Failed(network(&js_err(e))),
     };
@@ -235,7 +250,9 @@ fn end_request(st: &Weak<RefCell<State>>, id: u32, end: StreamEnd) {
             sess.on_end(id, t, end);
         }
     }
+    // The next request first, then the finished record's text.
     pump(&st);
+    write_completed(&st);
 }
 
 /// Polls the session and carries out what it says.
@@ -279,20 +296,35 @@ fn publish_progress(st: &Rc<RefCell<State>>) {
     (sink.progress)(p);
 }
 
-fn publish_checkpoint(st: &Rc<RefCell<State>>) {
-    let mut s = st.borrow_mut();
-    let from = s.checkpointed;
+/// Writes the records completed since the last call into the pending checkpoint text.
+fn write_completed(st: &Rc<RefCell<State>>) {
+    let mut guard = st.borrow_mut();
+    let s = &mut *guard;
     let Some(sess) = s.session.as_ref() else {
         return;
     };
     let records = sess.records();
-    if records.len() <= from {
-        return;
+    for r in records.iter().skip(s.checkpointed) {
+        if let Ok(text) = serde_json::to_string(r) {
+            s.pending.0.push(if s.pending.1 == 0 { '[' } else { ',' });
+            s.pending.0.push_str(&text);
+            s.pending.1 += 1;
+        }
     }
-    let sink = s.sink.clone();
-    let n = records.len();
-    (sink.checkpoint)(&records[from..]);
-    s.checkpointed = n;
+    s.checkpointed = records.len();
+}
+
+fn publish_checkpoint(st: &Rc<RefCell<State>>) {
+    let (mut text, count, sink) = {
+        let mut s = st.borrow_mut();
+        if s.pending.1 == 0 {
+            return;
+        }
+        let (text, count) = std::mem::take(&mut s.pending);
+        (text, count, s.sink.clone())
+    };
+    text.push(']');
+    (sink.checkpoint)(text, count);
 }
 
 fn finish(st: &Rc<RefCell<State>>) {
@@ -361,6 +393,7 @@ impl BrowserHost {
                 wake: None,
                 intervals: Vec::new(),
                 checkpointed: 0,
+                pending: (String::new(), 0),
                 lag: Some(LagMonitor::start(LAG_PROBE_MS)),
                 timer_resolution_us,
             })

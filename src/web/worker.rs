@@ -16,7 +16,6 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::core::metrics::RunHost;
-use crate::core::record::RequestRecord;
 use crate::core::session::Progress;
 use crate::web::host::{BrowserHost, HostSink, RunRequest, RunResult};
 
@@ -68,15 +67,13 @@ fn post(scope: &web_sys::DedicatedWorkerGlobalScope, msg: &FromWorker) {
     }
 }
 
-/// Posts completed records as JSON text inside a JS object (see the module docs).
-fn post_checkpoint(scope: &web_sys::DedicatedWorkerGlobalScope, records: &[RequestRecord]) {
-    let Ok(text) = serde_json::to_string(records) else {
-        return;
-    };
+/// Posts completed records (the JSON text of an array) inside a JS object (see the
+/// module docs).
+fn post_checkpoint(scope: &web_sys::DedicatedWorkerGlobalScope, text: String, count: u32) {
     let msg = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&msg, &"type".into(), &"checkpoint".into());
     let _ = js_sys::Reflect::set(&msg, &"records".into(), &JsValue::from_str(&text));
-    let _ = js_sys::Reflect::set(&msg, &"count".into(), &JsValue::from(records.len() as u32));
+    let _ = js_sys::Reflect::set(&msg, &"count".into(), &JsValue::from(count));
     let _ = scope.post_message(&msg);
 }
 
@@ -94,7 +91,7 @@ pub fn worker_main() {
                         progress: Box::new(move |progress| {
                             post(&a, &FromWorker::Progress { progress })
                         }),
-                        checkpoint: Box::new(move |records| post_checkpoint(&b, records)),
+                        checkpoint: Box::new(move |text, count| post_checkpoint(&b, text, count)),
                         done: Box::new(move |result| {
                             post(
                                 &c,

@@ -9,7 +9,7 @@ import { decodeChunks, quantile } from "./report.mjs";
 export const WORKLOAD = {
   model_quant: "bf16", prompt_tokens: "64", prompt_exactness: "server_tokenizer", output_tokens: "32",
   output_enforcement: "ignore_eos", stall_timeout_s: "30", phases: "colocated", nonce_prefix: "on",
-  temperature: "0", sampling_extra: "{}", load_mode: "closed",
+  temperature: "0", sampling_extra: "{}", reasoning: "none", load_mode: "closed",
 };
 
 /** Sets the pin field `name` to `text`: types into a text box, picks in a select. */

@@ -10,10 +10,15 @@
 //   minimal  a minimal plain-JS loop in a dedicated Worker: timestamp, keep the bytes, decode
 //            after the run (the browser's own floor)
 //   pinbench pinbench's Worker host (the app, started by `?autorun=1#pins=…`)
-// It prints TTFT and inter-chunk error against the truth (p50/p99), aggregate tok/s against
-// the truth, CPU per token (all the client's processes; the browser's page main thread
-// separately), the page's event-loop lag during pinbench's run, and machine load, then asserts the targets that hold on this machine with a
-// margin that still catches a 2x regression (ASSERT=0 only prints).
+// Each compared pair runs in turn, twice, in the order A B B A (native / node-h2, then
+// minimal / pinbench), and each client's figure pools its two runs: one longer window per
+// client, with the machine's drift shared by both sides of the comparison. Never a best-of,
+// never a retry. It prints TTFT and inter-chunk error against the truth (p50/p99), the
+// report's own aggregate tok/s against the server's truth over the report's window, CPU per
+// token (all the client's processes; the browser's page main thread separately), the page's
+// event-loop lag during pinbench's run and machine load, then asserts the targets
+// themselves and no 1.5x regression against tests/e2e/baseline.json (ASSERT=0 only prints;
+// BASELINE_OUT=FILE writes the figures measured as a new baseline, to commit on purpose).
 // Usage: node tests/e2e/fidelity_bench.mjs dist [c,c,...]
 import fs from "node:fs";
 import os from "node:os";
@@ -22,8 +27,8 @@ import http from "node:http";
 import http2 from "node:http2";
 import { spawn, execFileSync } from "node:child_process";
 import { startRefserver } from "./refserver.mjs";
-import { truthErrors, compareWithTruth, WORKLOAD } from "./app_run.mjs";
-import { quantile } from "./report.mjs";
+import { WORKLOAD } from "./app_run.mjs";
+import { quantile, decodeChunks } from "./report.mjs";
 
 const dist = path.resolve(process.argv[2] ?? "dist");
 const levels = (process.argv[3] ?? "1,8,32").split(",").map(Number);
@@ -94,6 +99,7 @@ const web = http.createServer((req, res) => {
       const kind = u.searchParams.get("event") ?? "result";
       if (waiting && waiting.kind === kind) { const w = waiting; waiting = null; w.resolve({ text: Buffer.concat(parts).toString("utf8"), params: u.searchParams }); }
       else if (kind === "start" && waiting?.onStart) waiting.onStart();
+      else if (kind === "stage" && waiting?.onStage) waiting.onStage(u.searchParams.get("name"), Buffer.concat(parts).toString("utf8"));
     });
     return;
   }
@@ -148,19 +154,33 @@ function launchChromium(url) {
   return { pid: child.pid, log, stop: () => { try { process.kill(-child.pid, "SIGKILL"); } catch { /* gone */ } } };
 }
 
-/** Runs a browser page to its posted result; CPU from the page's start event to the result. */
-async function browserRun(url) {
+/**
+ * Runs a browser page to its posted result; CPU from the page's start event to the result.
+ * A page that posts nothing within its deadline fails, naming the stage it was stuck in.
+ */
+async function browserRun(url, planned_s) {
   let cpu0 = null, m0 = null, chrome = null;
-  const result = new Promise((resolve) => { waiting = { kind: "result", resolve, onStart: () => { cpu0 = treeCpu(chrome.pid); m0 = machine(); } }; });
+  const t0 = Date.now();
+  let stage = "loading the page (no run started)", stageAt = t0;
+  const result = new Promise((resolve) => {
+    waiting = {
+      kind: "result", resolve,
+      onStart: () => { cpu0 = treeCpu(chrome.pid); m0 = machine(); stage = "running"; stageAt = Date.now(); },
+      onStage: (name, detail) => { stage = name === "signing" ? "building and signing the report (every request ended)" : `${name}: ${detail.slice(0, 300)}`; stageAt = Date.now(); },
+    };
+  });
   chrome = launchChromium(url);
+  const deadline = 60 + planned_s * 3;
   const timeout = new Promise((_, rej) => setTimeout(() => {
     const console_ = chrome.log().split("\n").filter((l) => l.includes("CONSOLE") || (l.includes("ERROR") && !l.includes("dbus"))).slice(-40).join("\n");
-    rej(new Error(`no result from ${url.slice(0, 80)}… in 180 s; the browser's log:\n${console_}`));
-  }, 180000));
+    const since = ((Date.now() - stageAt) / 1000).toFixed(0);
+    const note = stage === "running" && Date.now() - stageAt > planned_s * 1000 ? ` (past its planned ${planned_s} s)` : "";
+    rej(new Error(`no result from ${url.slice(0, 80)}… in ${deadline} s: stuck ${stage}${note} for ${since} s; the browser's log:\n${console_}`));
+  }, deadline * 1000));
   try {
     const { text, params } = await Promise.race([result, timeout]);
     const cpu1 = treeCpu(chrome.pid), m1 = machine();
-    const c0 = cpu0 ?? { total: 0, main: 0 };
+    const c0 = cpu0 ?? { total: NaN, main: NaN };
     return { text, params, cpu: cpu1.total - c0.total, main: cpu1.main - c0.main, busy: m0 ? (m1.busy - m0.busy) / (m1.all - m0.all) : NaN };
   } finally {
     waiting = null;
@@ -169,177 +189,237 @@ async function browserRun(url) {
   }
 }
 
-async function runNative(c) {
-  const pinsFile = path.join(tmp, `pins-${c}.json`), out = path.join(tmp, `native-${c}.json`);
-  fs.writeFileSync(pinsFile, JSON.stringify(pins(c)));
-  const m0 = machine();
-  const text = execFileSync("bash", ["-c", `"$0" run --pins "$1" --out "$2" --ca-cert "$3" --key "$4" --new-key --force --quiet && times`, nativeBin, pinsFile, out, certPath, path.join(tmp, "key.json")]).toString();
-  const m1 = machine();
-  const [, children] = text.trim().split("\n");
-  const secs = (children.match(/(\d+)m([\d.]+)s/g) ?? []).map((x) => { const [, m, s] = x.match(/(\d+)m([\d.]+)s/); return Number(m) * 60 + Number(s); });
-  return { report: JSON.parse(fs.readFileSync(out, "utf8")), cpu: secs.reduce((a, b) => a + b, 0), busy: (m1.busy - m0.busy) / (m1.all - m0.all) };
+// ---- one run of each client, as raw measurements ------------------------------------------
+const PLANNED_S = 2 + MEASURED_S;
+
+/** A report's requests in the compared form, and its headline window. */
+function fromReport(report) {
+  const step = report.body.summary.steps[0];
+  const excluded = new Set([...step.requests.warmup, ...step.requests.cooldown]);
+  const all = report.body.records.filter((r) => r.outcome.kind === "ok");
+  const recs = all.map((r) => ({ t_send_us: r.t_send_us, response_id: r.response_id, chunks: decodeChunks(r.chunks), measured: !excluded.has(r.index) }));
+  const w = step.windows.steady ?? step.windows.measured;
+  return { recs, window: w ? { start: w.start_us, end: w.end_us, aggregate: w.aggregate_output_milli / 1000, tokens: w.output_tokens } : null, failed: report.body.records.length - all.length };
 }
 
-/** A minimal node http2 closed loop, the native reference. */
-async function runNodeH2(c) {
-  const ca = fs.readFileSync(certPath);
-  const session = http2.connect(base, { ca: `-----BEGIN CERTIFICATE-----\n${ca.toString("base64").match(/.{1,64}/g).join("\n")}\n-----END CERTIFICATE-----\n`, checkServerIdentity: () => undefined });
-  const body = JSON.stringify({ model: "pinbench-tiny", prompt: " the".repeat(64), max_tokens: 32, stream: true, ignore_eos: true });
-  const now = () => Number(process.hrtime.bigint() / 1000n);
-  const t0 = now(), end = t0 + (2 + MEASURED_S) * 1e6;
-  const recs = [];
-  const one = () => new Promise((resolve, reject) => {
-    const t_send = now();
-    const s = session.request({ ":method": "POST", ":path": "/v1/completions", "content-type": "application/json" });
-    const chunks = []; let buf = "", id = null;
-    s.setEncoding("utf8");
-    s.on("data", (d) => {
-      const t = now(); buf += d; let k;
-      while ((k = buf.indexOf("\n\n")) >= 0) {
-        const ev = buf.slice(0, k); buf = buf.slice(k + 2);
-        const data = ev.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("");
-        if (!data || data === "[DONE]") continue;
-        const j = JSON.parse(data); id = id ?? j.id;
-        if (j.choices?.[0]?.text) chunks.push([t, 1]);
-      }
+const clients = {
+  async native(c) {
+    const s = await since();
+    const pinsFile = path.join(tmp, `pins-${c}.json`), out = path.join(tmp, `native-${c}.json`);
+    fs.writeFileSync(pinsFile, JSON.stringify(pins(c)));
+    const m0 = machine();
+    const text = execFileSync("bash", ["-c", `"$0" run --pins "$1" --out "$2" --ca-cert "$3" --key "$4" --new-key --force --quiet && times`, nativeBin, pinsFile, out, certPath, path.join(tmp, "key.json")]).toString();
+    const m1 = machine();
+    const [, children] = text.trim().split("\n");
+    const secs = (children.match(/(\d+)m([\d.]+)s/g) ?? []).map((x) => { const [, m, sec] = x.match(/(\d+)m([\d.]+)s/); return Number(m) * 60 + Number(sec); });
+    return { ...fromReport(JSON.parse(fs.readFileSync(out, "utf8"))), truths: await truthsSince(s), cpu: secs.reduce((a, b) => a + b, 0), main: NaN, busy: (m1.busy - m0.busy) / (m1.all - m0.all) };
+  },
+  /** A minimal node http2 closed loop, the native reference. */
+  async "node-h2"(c) {
+    const s = await since();
+    const ca = fs.readFileSync(certPath);
+    const session = http2.connect(base, { ca: `-----BEGIN CERTIFICATE-----\n${ca.toString("base64").match(/.{1,64}/g).join("\n")}\n-----END CERTIFICATE-----\n`, checkServerIdentity: () => undefined });
+    const body = JSON.stringify({ model: "pinbench-tiny", prompt: " the".repeat(64), max_tokens: 32, stream: true, ignore_eos: true });
+    const now = () => Number(process.hrtime.bigint() / 1000n);
+    const t0 = now(), end = t0 + PLANNED_S * 1e6;
+    const recs = [];
+    const one = () => new Promise((resolve, reject) => {
+      const t_send = now();
+      const st = session.request({ ":method": "POST", ":path": "/v1/completions", "content-type": "application/json" });
+      const chunks = []; let buf = "", id = null;
+      st.setEncoding("utf8");
+      st.on("data", (d) => {
+        const t = now(); buf += d; let k;
+        while ((k = buf.indexOf("\n\n")) >= 0) {
+          const ev = buf.slice(0, k); buf = buf.slice(k + 2);
+          const data = ev.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("");
+          if (!data || data === "[DONE]") continue;
+          const j = JSON.parse(data); id = id ?? j.id;
+          if (j.choices?.[0]?.text) chunks.push([t, 1]);
+        }
+      });
+      st.on("end", () => { recs.push({ t_send_us: t_send, response_id: id, chunks, measured: t_send >= t0 + 1e6 && t_send < t0 + (1 + MEASURED_S) * 1e6 }); resolve(); });
+      st.on("error", reject);
+      st.end(body);
     });
-    s.on("end", () => { recs.push({ t_send_us: t_send, response_id: id, chunks, phase: t_send < t0 + 1e6 ? "warmup" : t_send < t0 + (1 + MEASURED_S) * 1e6 ? "measured" : "cooldown" }); resolve(); });
-    s.on("error", reject);
-    s.end(body);
-  });
-  const cpu0 = process.cpuUsage(), m0 = machine();
-  await Promise.all(Array.from({ length: c }, async () => { while (now() < end) await one(); }));
-  const cpu = process.cpuUsage(cpu0), m1 = machine();
-  session.close();
-  return { recs, cpu: (cpu.user + cpu.system) / 1e6, busy: (m1.busy - m0.busy) / (m1.all - m0.all) };
+    const cpu0 = process.cpuUsage(), m0 = machine();
+    await Promise.all(Array.from({ length: c }, async () => { while (now() < end) await one(); }));
+    const cpu = process.cpuUsage(cpu0), m1 = machine();
+    session.close();
+    return { recs, window: null, truths: await truthsSince(s), cpu: (cpu.user + cpu.system) / 1e6, main: NaN, busy: (m1.busy - m0.busy) / (m1.all - m0.all) };
+  },
+  async minimal(c) {
+    const s = await since();
+    const q = new URLSearchParams({ base, c, warm: 1, measured: MEASURED_S, cool: 1, collect: collectUrl });
+    const r = await browserRun(`${origin}/__bench/minimal.html?${q}`, PLANNED_S);
+    const recs = JSON.parse(r.text).map((x) => ({ ...x, measured: x.phase === "measured" }));
+    return { recs, window: null, truths: await truthsSince(s), cpu: r.cpu, main: r.main, busy: r.busy };
+  },
+  async pinbench(c) {
+    const s = await since();
+    const link = `${origin}/?autorun=1&collect=${encodeURIComponent(collectUrl)}#pins=${encodeURIComponent(JSON.stringify(pins(c)))}`;
+    const r = await browserRun(link, PLANNED_S);
+    const report = JSON.parse(r.text);
+    if (report.body.client.env.host !== "worker") throw new Error(`the app measured on ${report.body.client.env.host}, not in its worker`);
+    const lag = r.params.get("page_lag_p99_us");
+    const env = report.body.client.env;
+    return { ...fromReport(report), truths: await truthsSince(s), cpu: r.cpu, main: r.main, busy: r.busy, pageLagP99: lag === null || lag === "" ? NaN : Number(lag), pageLagMax: Number(r.params.get("page_lag_max_us")), workerLag: [env.event_loop_lag_p99_us, env.event_loop_lag_max_us] };
+  },
+};
+
+// ---- pooled figures against the truth ----------------------------------------------------
+/**
+ * One client's runs at one level, pooled: |client − server| TTFT and gap errors (µs) over
+ * every measured request of every run, each matched to the server's truth; the aggregate
+ * (the report's own, over its headline window, where the client writes a report) against
+ * the server's tokens in the same window; CPU per token.
+ */
+function pooled(runs, label) {
+  const ttft = [], gap = [];
+  const dump = [];
+  let expected = 0, matched = 0, unmatched = 0, tokensClient = 0, cpu = 0, main = 0, busy = 0;
+  let aggClientTok = 0, aggTruthTok = 0, aggSpan = 0, aggMissing = 0;
+  for (const [ri, run] of runs.entries()) {
+    const byId = new Map(run.truths.map((t) => [`cmpl-${t.id}`, t]));
+    unmatched += run.recs.filter((r) => !byId.has(r.response_id)).length + (run.failed ?? 0);
+    const offsets = [];
+    for (const r of run.recs) {
+      const t = byId.get(r.response_id);
+      if (!t || r.chunks.length === 0) continue;
+      offsets.push(r.chunks[0][0] - t.first_token_us);
+      if (!r.measured) continue;
+      matched++;
+      ttft.push(Math.abs((r.chunks[0][0] - r.t_send_us) - (t.first_token_us - t.received_us)));
+      dump.push([ri, r.t_send_us, (r.chunks[0][0] - r.t_send_us) - (t.first_token_us - t.received_us)]);
+      for (let k = 1; k < Math.min(r.chunks.length, t.chunks.length); k++) {
+        gap.push(Math.abs((r.chunks[k][0] - r.chunks[k - 1][0]) - (t.chunks[k][0] - t.chunks[k - 1][0])));
+      }
+      tokensClient += r.chunks.reduce((a, ch) => a + ch[1], 0);
+    }
+    expected += run.recs.filter((r) => r.measured).length;
+    cpu += run.cpu; main += run.main; busy += run.busy / runs.length;
+    // The server's tokens in the client's window: its clock mapped to the client's by the
+    // median delivery offset of first tokens (one delivery delay, a few ms, either way).
+    let w = run.window;
+    const ids = new Set(run.recs.map((r) => r.response_id));
+    const truths = run.truths.filter((t) => ids.has(`cmpl-${t.id}`));
+    if (!w) {
+      // A client without a report: its measured requests' span of token chunks.
+      const ts = run.recs.filter((r) => r.measured).flatMap((r) => r.chunks.map((ch) => ch[0]));
+      const tok = run.recs.filter((r) => r.measured).reduce((a, r) => a + r.chunks.reduce((b, ch) => b + ch[1], 0), 0);
+      w = ts.length ? { start: Math.min(...ts), end: Math.max(...ts) + 1, tokens: tok, aggregate: tok / (Math.max(...ts) + 1 - Math.min(...ts)) * 1e6 } : null;
+      if (w) { const measuredIds = new Set(run.recs.filter((r) => r.measured).map((r) => r.response_id)); truths.splice(0, truths.length, ...truths.filter((t) => measuredIds.has(`cmpl-${t.id}`))); }
+    }
+    if (!w || offsets.length === 0) { aggMissing++; continue; }
+    const off = quantile(offsets, 0.5);
+    const span = w.end - w.start;
+    aggClientTok += w.aggregate * span / 1e6;
+    aggTruthTok += truths.reduce((a, t) => a + t.chunks.filter(([ts]) => ts + off >= w.start && ts + off < w.end).reduce((b, ch) => b + ch[1], 0), 0);
+    aggSpan += span;
+  }
+  // FIDELITY_DUMP=DIR keeps each client's signed TTFT errors by send time, to look for
+  // what lines up with the worst (a timer, a checkpoint): measurement only.
+  if (process.env.FIDELITY_DUMP) fs.writeFileSync(path.join(process.env.FIDELITY_DUMP, `${label}.json`), JSON.stringify(dump));
+  const dist = (xs) => ({ p50: xs.length ? quantile(xs, 0.5) : NaN, p99: xs.length ? quantile(xs, 0.99) : NaN });
+  const aggClient = aggMissing ? NaN : aggClientTok / aggSpan * 1e6, aggServer = aggMissing ? NaN : aggTruthTok / aggSpan * 1e6;
+  return {
+    expected, matched, unmatched, ttft: dist(ttft), gap: dist(gap), tokensClient,
+    aggClient, aggServer, agg: (aggClient - aggServer) / aggServer * 100,
+    cpuPerToken: cpu * 1e6 / tokensClient, mainPerToken: main * 1e6 / tokensClient, busy,
+    pageLagP99: runs.some((r) => r.pageLagP99 !== undefined) ? Math.max(...runs.map((r) => r.pageLagP99)) : undefined,
+  };
 }
 
 const rows = [];
 const results = {};
-const line = (name, c, e, cpuS, mainS, busy) => {
+function line(name, c, e) {
   const ms = (x) => (x / 1000).toFixed(1);
-  const perTok = (s) => (Number.isFinite(s) ? (s * 1e6 / e.tokensClient).toFixed(0) : "—");
-  const agg = (e.aggClient - e.aggServer) / e.aggServer * 100;
-  results[`${name}@${c}`] = { ...e, agg, cpuPerToken: cpuS * 1e6 / e.tokensClient, mainPerToken: mainS * 1e6 / e.tokensClient };
-  rows.push(`| ${name} | ${c} | ${e.matched} | ${ms(e.ttft.p50)} / ${ms(e.ttft.p99)} | ${ms(e.gap.p50)} / ${ms(e.gap.p99)} | ${e.aggClient.toFixed(0)} vs ${e.aggServer.toFixed(0)} (${agg >= 0 ? "+" : ""}${agg.toFixed(2)}%) | ${perTok(cpuS)} | ${perTok(mainS)} | ${(busy * 100).toFixed(0)}% / ${loadavg()} |`);
+  const per = (x) => (Number.isFinite(x) ? x.toFixed(0) : "—");
+  results[`${name}@${c}`] = e;
+  rows.push(`| ${name} | ${c} | ${e.matched} | ${ms(e.ttft.p50)} / ${ms(e.ttft.p99)} | ${ms(e.gap.p50)} / ${ms(e.gap.p99)} | ${e.aggClient.toFixed(0)} vs ${e.aggServer.toFixed(0)} (${e.agg >= 0 ? "+" : ""}${e.agg.toFixed(2)}%) | ${per(e.cpuPerToken)} | ${per(e.mainPerToken)} | ${(e.busy * 100).toFixed(0)}% / ${loadavg()} |`);
   console.log(rows[rows.length - 1]);
-};
-
-/** The browser pair of a level: the minimal worker loop, then pinbench's worker. */
-async function browserPair(c, tag) {
-  {
-    const s = await since();
-    const q = new URLSearchParams({ base, c, warm: 1, measured: MEASURED_S, cool: 1, collect: collectUrl });
-    const r = await browserRun(`${origin}/__bench/minimal.html?${q}`);
-    const recs = JSON.parse(r.text).filter((x) => x.phase === "measured");
-    line(`minimal${tag}`, c, compareWithTruth(recs, await truthsSince(s)), r.cpu, r.main, r.busy);
-  }
-  {
-    const s = await since();
-    const link = `${origin}/?autorun=1&collect=${encodeURIComponent(collectUrl)}#pins=${encodeURIComponent(JSON.stringify(pins(c)))}`;
-    // A run that posts nothing is started once more, its browser's log printed: one full
-    // CI-like run timed out here once while the bench alone passed. Twice fails.
-    const r = await browserRun(link).catch(async (e) => {
-      console.log(`NO RESULT, started again: ${e.message}`);
-      return browserRun(link);
-    });
-    const report = JSON.parse(r.text);
-    if (report.body.client.env.host !== "worker") throw new Error(`the app measured on ${report.body.client.env.host}, not in its worker`);
-    line(`pinbench${tag}`, c, truthErrors(report, await truthsSince(s)), r.cpu, r.main, r.busy);
-    const lag = r.params.get("page_lag_p99_us");
-    results[`pinbench${tag}@${c}`].pageLagP99 = lag === null || lag === "" ? NaN : Number(lag);
-    console.log(`pinbench${tag} c=${c}: the page's event-loop lag during the run p99 ${(Number(r.params.get("page_lag_p99_us")) / 1000).toFixed(1)} ms, max ${(Number(r.params.get("page_lag_max_us")) / 1000).toFixed(1)} ms`);
-  }
 }
 
-/** The asserted bound of pinbench's timing error over the minimal loop's (2x its 1.5x target). */
-const WORKER_RATIO_ASSERT = 3;
-/** The asserted bound of a client's aggregate tok/s against the truth, % (2x its 1% target). */
-const AGG_ASSERT = 2;
-
-/** pinbench's p99 timing errors over the minimal loop's, for the pair tagged `tag`. */
-const pairRatios = (c, tag) => {
-  const p = results[`pinbench${tag}@${c}`], m = results[`minimal${tag}@${c}`];
-  return { ttft: p.ttft.p99 / Math.max(m.ttft.p99, 1000), gap: p.gap.p99 / Math.max(m.gap.p99, 1000) };
-};
+/** Two clients in turn, A B B A; each client's two runs pooled into one figure. */
+async function pair(c, a, b) {
+  const runs = { [a]: [], [b]: [] };
+  for (const name of [a, b, b, a]) {
+    const r = await clients[name](c);
+    runs[name].push(r);
+    console.log(`  ${name} c=${c}: ${r.recs.filter((x) => x.measured).length} measured requests${r.pageLagP99 !== undefined ? `, page event-loop lag p99 ${(r.pageLagP99 / 1000).toFixed(1)} ms (max ${(r.pageLagMax / 1000).toFixed(1)} ms), the run worker's p99 ${(r.workerLag[0] / 1000).toFixed(1)} ms (max ${(r.workerLag[1] / 1000).toFixed(1)} ms)` : ""}`);
+  }
+  line(a, c, pooled(runs[a], `${a}-${c}`));
+  line(b, c, pooled(runs[b], `${b}-${c}`));
+}
 
 try {
   for (const c of levels) {
-    {
-      const s = await since();
-      const r = await runNative(c);
-      line("native", c, truthErrors(r.report, await truthsSince(s)), r.cpu, NaN, r.busy);
-    }
-    {
-      const s = await since();
-      const r = await runNodeH2(c);
-      line("node-h2", c, compareWithTruth(r.recs.filter((x) => x.phase === "measured"), await truthsSince(s)), r.cpu, NaN, r.busy);
-    }
-    await browserPair(c, "");
-  }
-  // The pinbench/minimal ratio divides one p99 by another, on a 2-core machine shared with
-  // Chromium and the server: a level over the asserted 3x is measured once more, as a fresh
-  // pair, and CI asserts on the better of the two pairs (a real 3x regression fails both).
-  // So is a browser aggregate over its asserted 2%: a stall of the whole machine across the
-  // measured window's start (both browser clients' TTFT p99 errors then reach ~300 ms at
-  // c=32) moves that much of the stream's tokens into the window; a real bias fails both.
-  for (const c of levels) {
-    const r = pairRatios(c, "");
-    const agg = results[`pinbench@${c}`].agg;
-    if (Math.max(r.ttft, r.gap) > WORKER_RATIO_ASSERT || Math.abs(agg) > AGG_ASSERT) {
-      console.log(`c=${c}: pinbench/minimal p99 ratio TTFT ${r.ttft.toFixed(2)}x, gap ${r.gap.toFixed(2)}x, pinbench aggregate ${agg.toFixed(2)}% from the truth: over ${WORKER_RATIO_ASSERT}x or ${AGG_ASSERT}%, measuring the pair once more`);
-      await browserPair(c, " again");
-    }
+    await pair(c, "native", "node-h2");
+    await pair(c, "minimal", "pinbench");
   }
 } finally {
   web.close();
   ref.stop();
 }
 
-console.log(`\nfidelity against the reference server's truth (tiny profile, h2, 64→32, measured ${MEASURED_S} s; CPU per token: all the client's processes / page main thread):`);
+console.log(`\nfidelity against the reference server's truth (tiny profile, h2, 64→32, each client's two runs of ${MEASURED_S} s measured pooled; aggregate: the report's own over its window, else the client's measured span; CPU per token: all the client's processes / page main thread):`);
 console.log("| client | c | requests | TTFT error p50 / p99 ms | gap error p50 / p99 ms | aggregate tok/s client vs truth | CPU µs/token | main thread µs/token | machine busy / load |");
 console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
 console.log(rows.join("\n"));
 
-// Targets (met / not met) and what CI asserts: 2x the target where the machine cannot
-// hold the target every time, so a 2x regression still fails.
+// ---- judgement: the targets themselves, and no 1.5x regression from the baseline ---------
 const failures = [];
-const judge = (ok, hard, msg) => { console.log(`${ok ? "met    " : "NOT MET"} ${msg}`); if (ASSERT && !hard) failures.push(msg); };
+const judge = (ok, msg) => { console.log(`${ok ? "met    " : "NOT MET"} ${msg}`); if (!ok && ASSERT) failures.push(msg); };
 // Every figure a judgement uses must have been measured (a missing one is never read as 0),
 // and every measured request must be matched to the server's truth.
-const hardFail = (m) => { console.log(`FAILED  ${m}`); if (ASSERT) failures.push(m); };
 for (const [k, r] of Object.entries(results)) {
-  for (const [name, v] of [["TTFT p50", r.ttft?.p50], ["TTFT p99", r.ttft?.p99], ["gap p50", r.gap?.p50], ["gap p99", r.gap?.p99], ["aggregate", r.agg]]) {
-    if (!Number.isFinite(v)) hardFail(`${k}: ${name} was not measured`);
+  for (const [name, v] of [["TTFT p50", r.ttft.p50], ["TTFT p99", r.ttft.p99], ["gap p50", r.gap.p50], ["gap p99", r.gap.p99], ["aggregate", r.agg], ["CPU per token", r.cpuPerToken]]) {
+    judge(Number.isFinite(v), `${k}: ${name} measured`);
   }
-  if (!(r.matched > 0 && r.matched === r.expected && (r.unmatched ?? 0) === 0)) hardFail(`${k}: ${r.matched} of ${r.expected} measured requests matched to the server's truth (${r.unmatched ?? 0} records with no truth)`);
+  judge(r.matched > 0 && r.matched === r.expected && r.unmatched === 0, `${k}: ${r.matched} of ${r.expected} measured requests matched to the server's truth (${r.unmatched} requests failed or with no truth)`);
 }
-for (const c of levels) {
-  if (c === 32 && !Number.isFinite(results[`pinbench@${c}`]?.pageLagP99)) hardFail(`pinbench@${c}: the page's event-loop lag was not posted`);
-  if (c === 8 && !Number.isFinite(results[`pinbench@${c}`]?.mainPerToken)) hardFail(`pinbench@${c}: the page main thread's CPU was not measured`);
-}
+/** A ratio of error figures; below 1 ms both sides are at the clock's and scheduler's grain. */
+const ratio = (x, ref) => x / Math.max(ref, 1000);
+const figures = {};
 for (const c of levels) {
   const p = results[`pinbench@${c}`], m = results[`minimal@${c}`], n = results[`native@${c}`], h = results[`node-h2@${c}`];
   for (const [k, lbl] of [["ttft", "TTFT"], ["gap", "gap"]]) {
-    const ratio = pairRatios(c, "")[k];
-    const again = results[`pinbench again@${c}`] ? pairRatios(c, " again")[k] : null;
-    const best = again === null ? ratio : Math.min(ratio, again);
-    judge(ratio <= 1.5, best <= WORKER_RATIO_ASSERT, `c=${c}: pinbench worker ${lbl} error p99 ${(p[k].p99 / 1000).toFixed(1)} ms is ${ratio.toFixed(2)}x the minimal loop's${again === null ? "" : ` (measured again: ${again.toFixed(2)}x)`} (target 1.5x, asserted ${WORKER_RATIO_ASSERT}x on the better pair)`);
-    const nr = n[k].p99 / Math.max(h[k].p99, 1000);
-    // Asserted against at least 5 ms: below that both native clients are at this loaded
-    // machine's scheduling noise (a single late wake-up of a 2-core box is several ms).
-    const nrAssert = n[k].p99 / Math.max(h[k].p99, 5000);
-    judge(nr <= 1.5, nrAssert <= 3, `c=${c}: native host ${lbl} error p99 ${(n[k].p99 / 1000).toFixed(1)} ms is ${nr.toFixed(2)}x node http2's (target 1.5x; asserted 3x of max(node, 5 ms))`);
+    for (const q of ["p50", "p99"]) {
+      const rw = ratio(p[k][q], m[k][q]);
+      judge(rw <= 1.5, `c=${c}: pinbench worker ${lbl} error ${q} ${(p[k][q] / 1000).toFixed(2)} ms is ${rw.toFixed(2)}x the minimal loop's ${(m[k][q] / 1000).toFixed(2)} ms (target 1.5x)`);
+      const rn = ratio(n[k][q], h[k][q]);
+      judge(rn <= 1.5, `c=${c}: native host ${lbl} error ${q} ${(n[k][q] / 1000).toFixed(2)} ms is ${rn.toFixed(2)}x node http2's ${(h[k][q] / 1000).toFixed(2)} ms (target 1.5x)`);
+    }
   }
   for (const [name, r] of [["pinbench", p], ["native", n]]) {
-    const again = name === "pinbench" ? results[`pinbench again@${c}`] : undefined;
-    const best = again ? Math.min(Math.abs(r.agg), Math.abs(again.agg)) : Math.abs(r.agg);
-    judge(Math.abs(r.agg) <= 1, best <= AGG_ASSERT, `c=${c}: ${name} aggregate tok/s within ${r.agg.toFixed(2)}% of the truth${again ? ` (measured again: ${again.agg.toFixed(2)}%)` : ""} (target 1%, asserted ${AGG_ASSERT}% on the better run)`);
+    judge(Math.abs(r.agg) <= 1, `c=${c}: ${name}'s report's aggregate ${r.aggClient.toFixed(0)} tok/s is ${r.agg >= 0 ? "+" : ""}${r.agg.toFixed(2)}% from the server's ${r.aggServer.toFixed(0)} in the same window (target 1%)`);
   }
   const vllm = { 1: 500, 8: 230, 32: 80 }[c];
-  if (vllm) judge(n.cpuPerToken <= vllm, n.cpuPerToken <= 2 * vllm, `c=${c}: native CPU ${n.cpuPerToken.toFixed(0)} µs/token vs vLLM bench serve's ~${vllm} (asserted 2x)`);
-  if (c === 32) judge(p.pageLagP99 < 20000, p.pageLagP99 < 40000, `c=32: the page's event-loop lag during the run p99 ${(p.pageLagP99 / 1000).toFixed(1)} ms (target under 20 ms, asserted 40 ms)`);
-  if (c === 8) judge(p.mainPerToken <= 232, p.mainPerToken <= 464, `c=8: page main-thread CPU ${p.mainPerToken.toFixed(0)} µs/token (target half of 464, asserted 464)`);
+  if (vllm) judge(n.cpuPerToken <= vllm, `c=${c}: native CPU ${n.cpuPerToken.toFixed(0)} µs/token, vLLM bench serve's ~${vllm} (target: at or below)`);
+  if (c === 32) judge(p.pageLagP99 < 20000, `c=32: the page's event-loop lag during the run p99 ${(p.pageLagP99 / 1000).toFixed(1)} ms, the worse of the two runs (target under 20 ms)`);
+  if (c === 8) judge(p.mainPerToken <= 232, `c=8: page main-thread CPU ${p.mainPerToken.toFixed(0)} µs/token (target: half of the 464 the main-thread loop spent)`);
+  for (const [name, r] of [["pinbench", p], ["native", n]]) {
+    figures[`${name}@${c}.ttft_p50_us`] = r.ttft.p50;
+    figures[`${name}@${c}.gap_p50_us`] = r.gap.p50;
+    figures[`${name}@${c}.cpu_us_per_token`] = r.cpuPerToken;
+  }
+  figures[`pinbench@${c}.main_us_per_token`] = p.mainPerToken;
+  figures[`pinbench@${c}.page_lag_p99_us`] = p.pageLagP99;
+}
+// A regression of pinbench's own figures by 1.5x against the committed baseline fails, where
+// the target leaves room (CPU, p50 errors, page lag). Times below 1 ms compare at 1 ms: under
+// it, a 1.5x change is the clock's grain, not the code.
+const baselinePath = new URL("./baseline.json", import.meta.url);
+const baseline = JSON.parse(fs.readFileSync(baselinePath, "utf8"));
+for (const [k, v] of Object.entries(figures)) {
+  const b = baseline.figures[k];
+  if (b === undefined) { judge(false, `${k}: ${v.toFixed(2)} has no baseline (tests/e2e/baseline.json)`); continue; }
+  const limit = 1.5 * (k.includes("per_token") ? b : Math.max(b, 1000));
+  judge(Number.isFinite(v) && v <= limit, `${k}: ${v.toFixed(2)} vs baseline ${b.toFixed(2)} (fails above ${limit.toFixed(2)})`);
+}
+if (process.env.BASELINE_OUT) {
+  fs.writeFileSync(process.env.BASELINE_OUT, JSON.stringify({ measured: new Date().toISOString().slice(0, 10), machine: `${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}`, measured_s: MEASURED_S, figures: Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, Math.round(v * 100) / 100])) }, null, 1) + "\n");
+  console.log(`baseline written to ${process.env.BASELINE_OUT}`);
 }
 if (failures.length) {
   console.error(`\nfidelity bench FAILED:\n${failures.join("\n")}`);

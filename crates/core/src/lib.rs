@@ -21,7 +21,7 @@ pub mod sort;
 pub mod stats;
 
 pub use config::{claim, pins, probe};
-pub use measure::{dialect, record, sse};
+pub use measure::{dialect, record, sse, vendor};
 pub use present::{chart, definitions, html, live, view};
 pub use run::{behaviour, http, lifecycle, prompt, schedule, session};
 pub use share::{card, compare, import, jcs, merge, report, rows, sign, viewer};

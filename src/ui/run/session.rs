@@ -242,6 +242,11 @@ impl RunSinks {
         ctx.release();
         let page_lag = self.show_page_lag();
         self.page_lag.set_value(None);
+        // A link's collector learns the stage, so a run that posts no report says where
+        // it stopped (the records are in; what is left is building and signing).
+        if let Some(url) = &self.collect {
+            post_to_collector(&format!("{url}?event=stage&name=signing"), "{}".into());
+        }
         let finished = lifecycle::Finished {
             created: ctx.created.clone(),
             cfg: ctx.cfg.clone(),
@@ -323,6 +328,9 @@ impl RunSinks {
                     records: &result.records,
                 };
                 self.unsigned.set(serde_json::to_string(&doc).ok());
+                if let Some(url) = &self.collect {
+                    post_to_collector(&format!("{url}?event=stage&name=failed"), e.clone());
+                }
                 self.run_error.set(format!(
                     "{e} The records are kept (checkpoint) and can be downloaded unsigned."
                 ));
@@ -333,6 +341,9 @@ impl RunSinks {
 
     fn on_failed(&self, message: String) {
         // The checkpoint stays (its records may be all there is); its writer stops.
+        if let Some(url) = &self.collect {
+            post_to_collector(&format!("{url}?event=stage&name=failed"), message.clone());
+        }
         self.ctx.listen(false);
         self.ctx.release();
         self.run_error.set(message);
@@ -345,11 +356,7 @@ impl RunSinks {
         let (a, b, c) = (self.clone(), self.clone(), self.clone());
         HostSink {
             progress: Box::new(move |p| a.on_progress(p)),
-            checkpoint: Box::new(move |r| {
-                if let Ok(text) = serde_json::to_string(r) {
-                    b.on_checkpoint(&text, r.len() as u32)
-                }
-            }),
+            checkpoint: Box::new(move |text, count| b.on_checkpoint(&text, count)),
             done: Box::new(move |r| c.on_done(r)),
         }
     }

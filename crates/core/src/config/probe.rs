@@ -233,6 +233,9 @@ pub fn read_models(url: &str, status: u16, body: &str) -> Result<ProbeRead, Prob
     if let Some(ph) = pb["phases"].as_str() {
         f("phases", ph.to_owned(), "data[0].pinbench.phases");
     }
+    if let Some(r) = pb["reasoning"].as_str() {
+        f("reasoning", r.to_owned(), "data[0].pinbench.reasoning");
+    }
     if let Some(d) = pb["dtype"].as_str() {
         f("model_quant", d.to_owned(), "data[0].pinbench.dtype");
     }

@@ -1,5 +1,7 @@
-//! OpenAI-compatible API dialects: request bodies for `/v1/completions` and
-//! `/v1/chat/completions`, and parsers for their streamed chunks.
+//! API dialects: request bodies for the OpenAI-compatible `/v1/completions` and
+//! `/v1/chat/completions`, OpenAI Responses, Anthropic Messages and Google Gemini, and the
+//! parser of the OpenAI-compatible streamed chunks (the vendors' own streams are read by
+//! [`crate::vendor`]).
 //!
 //! Chunk parsing is tolerant of fields it does not know (servers add many) and strict
 //! about the ones it reads: a field of the wrong type is a [`DialectError`].
@@ -13,23 +15,73 @@ use serde_json::{json, Map, Value};
 /// (server monotonic µs). OpenAI clients ignore it.
 pub const SERVER_TIME_FIELD: &str = "pinbench_emit_us";
 
-/// Which OpenAI-compatible API is spoken.
+/// Which API is spoken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dialect {
-    /// `POST /v1/completions` with a `prompt`.
+    /// OpenAI-compatible `POST /v1/completions` with a `prompt`.
     Completions,
-    /// `POST /v1/chat/completions` with `messages`.
+    /// OpenAI-compatible `POST /v1/chat/completions` with `messages`.
     Chat,
+    /// OpenAI Responses: `POST /v1/responses` with `input`.
+    Responses,
+    /// Anthropic Messages: `POST /v1/messages`.
+    Messages,
+    /// Google Gemini: `POST /v1beta/models/{model}:streamGenerateContent?alt=sse`.
+    Gemini,
 }
 
 impl Dialect {
-    /// The request path, relative to the server's base URL (which ends before `/v1`).
-    pub fn path(self) -> &'static str {
+    /// Every dialect, in the order a form offers them.
+    pub const ALL: [Dialect; 5] = [
+        Dialect::Completions,
+        Dialect::Chat,
+        Dialect::Responses,
+        Dialect::Messages,
+        Dialect::Gemini,
+    ];
+
+    /// The stable name (pins, reports).
+    pub fn name(self) -> &'static str {
         match self {
-            Dialect::Completions => "/v1/completions",
-            Dialect::Chat => "/v1/chat/completions",
+            Dialect::Completions => "completions",
+            Dialect::Chat => "chat",
+            Dialect::Responses => "responses",
+            Dialect::Messages => "messages",
+            Dialect::Gemini => "gemini",
         }
+    }
+
+    /// The dialect of a stable name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// The request path of a streamed generation, relative to the server's base URL
+    /// (which ends before `/v1`); Gemini names the model in its path.
+    pub fn path(self, model: &str) -> String {
+        match self {
+            Dialect::Completions => "/v1/completions".into(),
+            Dialect::Chat => "/v1/chat/completions".into(),
+            Dialect::Responses => "/v1/responses".into(),
+            Dialect::Messages => "/v1/messages".into(),
+            Dialect::Gemini => format!(
+                "/v1beta/models/{}:streamGenerateContent?alt=sse",
+                model.strip_prefix("models/").unwrap_or(model)
+            ),
+        }
+    }
+
+    /// Whether the dialect is OpenAI-compatible (`ignore_eos`, `min_tokens` and the
+    /// `stream_options` of vLLM, SGLang and llama.cpp apply).
+    pub fn is_openai_compatible(self) -> bool {
+        matches!(self, Dialect::Completions | Dialect::Chat)
+    }
+
+    /// Whether a normal stream ends with a sentinel event (`[DONE]`, `message_stop`,
+    /// `response.completed`); Gemini's simply ends after the chunk with `finishReason`.
+    pub fn has_end_event(self) -> bool {
+        !matches!(self, Dialect::Gemini)
     }
 }
 
@@ -48,6 +100,46 @@ pub enum LengthEnforcement {
     None,
 }
 
+/// Whether the model reasons before it answers, and whether the stream shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningMode {
+    /// The model does not reason (or reasoning is switched off).
+    None,
+    /// It reasons and the stream shows the reasoning (or a summary of it).
+    Visible,
+    /// It reasons and the stream does not show it; only usage (if anything) counts it.
+    Hidden,
+}
+
+/// What a request asks of a reasoning model: the effort level or the token budget, as
+/// sent. Part of the *reasoning* pin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReasoningRequest {
+    /// Reasoning, shown, hidden or none.
+    pub mode: ReasoningMode,
+    /// The effort sent (`reasoning_effort`, Responses `reasoning.effort`, Gemini
+    /// `thinkingLevel`): `none`, `minimal`, `low`, `medium`, `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    /// The token budget sent (Anthropic `thinking.budget_tokens`, Gemini
+    /// `thinkingBudget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u32>,
+}
+
+impl ReasoningRequest {
+    /// No reasoning, nothing sent.
+    pub fn none() -> Self {
+        Self {
+            mode: ReasoningMode::None,
+            effort: None,
+            budget_tokens: None,
+        }
+    }
+}
+
 /// Everything needed to build one streaming request body.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestSpec {
@@ -55,7 +147,7 @@ pub struct RequestSpec {
     pub model: String,
     /// The prompt text (without the nonce).
     pub prompt: String,
-    /// Output tokens requested.
+    /// Output tokens requested (the cap sent: reasoning included where the API counts it).
     pub max_tokens: u32,
     /// How the output length is enforced.
     pub enforcement: LengthEnforcement,
@@ -69,49 +161,123 @@ pub struct RequestSpec {
     pub include_usage: bool,
     /// Ask for usage in every chunk (vLLM `continuous_usage_stats`).
     pub continuous_usage: bool,
+    /// Reasoning asked for (effort or budget), as sent.
+    pub reasoning: ReasoningRequest,
 }
 
 impl RequestSpec {
-    /// The JSON body for `dialect`, always streaming.
+    /// The JSON body for `dialect`, always streaming (Gemini streams by its path).
     pub fn body(&self, dialect: Dialect) -> Value {
         let prompt = match &self.nonce {
             Some(n) => format!("{n}{}", self.prompt),
             None => self.prompt.clone(),
         };
         let mut body = Map::new();
-        body.insert("model".into(), json!(self.model));
+        let r = &self.reasoning;
+        let reasons = r.mode != ReasoningMode::None;
         match dialect {
-            Dialect::Completions => {
-                body.insert("prompt".into(), json!(prompt));
+            Dialect::Completions | Dialect::Chat => {
+                body.insert("model".into(), json!(self.model));
+                if dialect == Dialect::Completions {
+                    body.insert("prompt".into(), json!(prompt));
+                } else {
+                    body.insert(
+                        "messages".into(),
+                        json!([{ "role": "user", "content": prompt }]),
+                    );
+                }
+                // OpenAI's reasoning models refuse `max_tokens`.
+                let cap = if reasons && dialect == Dialect::Chat {
+                    "max_completion_tokens"
+                } else {
+                    "max_tokens"
+                };
+                body.insert(cap.into(), json!(self.max_tokens));
+                body.insert("stream".into(), json!(true));
+                if self.include_usage || self.continuous_usage {
+                    let mut so = Map::new();
+                    so.insert("include_usage".into(), json!(true));
+                    if self.continuous_usage {
+                        so.insert("continuous_usage_stats".into(), json!(true));
+                    }
+                    body.insert("stream_options".into(), Value::Object(so));
+                }
+                if matches!(
+                    self.enforcement,
+                    LengthEnforcement::IgnoreEos | LengthEnforcement::Both
+                ) {
+                    body.insert("ignore_eos".into(), json!(true));
+                }
+                if matches!(
+                    self.enforcement,
+                    LengthEnforcement::MinTokens | LengthEnforcement::Both
+                ) {
+                    body.insert("min_tokens".into(), json!(self.max_tokens));
+                }
+                if let Some(e) = &r.effort {
+                    body.insert("reasoning_effort".into(), json!(e));
+                }
             }
-            Dialect::Chat => {
+            Dialect::Responses => {
+                body.insert("model".into(), json!(self.model));
+                body.insert("input".into(), json!(prompt));
+                body.insert("max_output_tokens".into(), json!(self.max_tokens));
+                body.insert("stream".into(), json!(true));
+                let mut reasoning = Map::new();
+                if let Some(e) = &r.effort {
+                    reasoning.insert("effort".into(), json!(e));
+                }
+                if r.mode == ReasoningMode::Visible {
+                    reasoning.insert("summary".into(), json!("auto"));
+                }
+                if !reasoning.is_empty() {
+                    body.insert("reasoning".into(), Value::Object(reasoning));
+                }
+            }
+            Dialect::Messages => {
+                body.insert("model".into(), json!(self.model));
+                body.insert("max_tokens".into(), json!(self.max_tokens));
                 body.insert(
                     "messages".into(),
                     json!([{ "role": "user", "content": prompt }]),
                 );
+                body.insert("stream".into(), json!(true));
+                if let (true, Some(b)) = (reasons, r.budget_tokens) {
+                    body.insert(
+                        "thinking".into(),
+                        json!({ "type": "enabled", "budget_tokens": b }),
+                    );
+                }
             }
-        }
-        body.insert("max_tokens".into(), json!(self.max_tokens));
-        body.insert("stream".into(), json!(true));
-        if self.include_usage || self.continuous_usage {
-            let mut so = Map::new();
-            so.insert("include_usage".into(), json!(true));
-            if self.continuous_usage {
-                so.insert("continuous_usage_stats".into(), json!(true));
+            Dialect::Gemini => {
+                body.insert(
+                    "contents".into(),
+                    json!([{ "role": "user", "parts": [{ "text": prompt }] }]),
+                );
+                let mut gc = Map::new();
+                gc.insert("maxOutputTokens".into(), json!(self.max_tokens));
+                if let Some(t) = self.temperature {
+                    gc.insert("temperature".into(), json!(t));
+                }
+                let mut tc = Map::new();
+                if let Some(b) = r.budget_tokens {
+                    tc.insert("thinkingBudget".into(), json!(b));
+                }
+                if let Some(e) = &r.effort {
+                    tc.insert("thinkingLevel".into(), json!(e));
+                }
+                if r.mode == ReasoningMode::Visible {
+                    tc.insert("includeThoughts".into(), json!(true));
+                }
+                if !tc.is_empty() {
+                    gc.insert("thinkingConfig".into(), Value::Object(tc));
+                }
+                for (k, v) in &self.extra {
+                    gc.insert(k.clone(), v.clone());
+                }
+                body.insert("generationConfig".into(), Value::Object(gc));
+                return Value::Object(body);
             }
-            body.insert("stream_options".into(), Value::Object(so));
-        }
-        if matches!(
-            self.enforcement,
-            LengthEnforcement::IgnoreEos | LengthEnforcement::Both
-        ) {
-            body.insert("ignore_eos".into(), json!(true));
-        }
-        if matches!(
-            self.enforcement,
-            LengthEnforcement::MinTokens | LengthEnforcement::Both
-        ) {
-            body.insert("min_tokens".into(), json!(self.max_tokens));
         }
         if let Some(t) = self.temperature {
             body.insert("temperature".into(), json!(t));
@@ -134,6 +300,11 @@ pub struct Usage {
     /// Prompt tokens served from a prefix cache, when the server says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u64>,
+    /// Of the generated tokens, those the model spent reasoning, when the server says
+    /// (`completion_tokens_details.reasoning_tokens`, Responses
+    /// `output_tokens_details.reasoning_tokens`, Gemini `thoughtsTokenCount`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// llama.cpp's own per-request timings (final chunk), in µs.
@@ -182,6 +353,11 @@ pub struct Chunk {
     pub timings: Option<ServerTimings>,
     /// Optional fields of the wrong type that were ignored (the chunk's text is kept).
     pub bad_fields: u32,
+    /// The stream says the model reasons here, shown or not (a thinking block, its
+    /// signature, a reasoning item): hidden reasoning is known by this alone.
+    pub reasoning_seen: bool,
+    /// The dialect's normal end of the stream (`message_stop`, `response.completed`).
+    pub end: bool,
 }
 
 impl Chunk {
@@ -269,6 +445,10 @@ fn parse_usage(v: &Value) -> Result<Usage, DialectError> {
             Some(Value::Object(d)) => opt_u64(d.get("cached_tokens"), "cached_tokens")?,
             _ => None,
         },
+        reasoning_tokens: match obj.get("completion_tokens_details") {
+            Some(Value::Object(d)) => opt_u64(d.get("reasoning_tokens"), "reasoning_tokens")?,
+            _ => None,
+        },
     })
 }
 
@@ -306,7 +486,8 @@ fn parse_timings(t: &Map<String, Value>) -> Result<ServerTimings, DialectError> 
     })
 }
 
-/// Parses one SSE event (`event` type and `data`) of a streamed completion.
+/// Parses one SSE event (`event` type and `data`) of an OpenAI-compatible streamed
+/// completion (the vendors' streams: [`crate::vendor::StreamDecoder`]).
 pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEvent, DialectError> {
     if data.trim() == "[DONE]" {
         return Ok(StreamEvent::Done);
@@ -407,7 +588,8 @@ pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEv
                     chunk.text.push_str(&t);
                 }
             }
-            Dialect::Chat => {
+            // The vendors' own dialects never reach here (`vendor::StreamDecoder`).
+            _ => {
                 if let Some(d) = c.get("delta") {
                     let d = d
                         .as_object()
@@ -417,6 +599,7 @@ pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEv
                     }
                     for key in ["reasoning_content", "reasoning"] {
                         if let Some(t) = opt_str(d.get(key), key)? {
+                            chunk.reasoning_seen |= !t.is_empty();
                             chunk.reasoning.push_str(&t);
                         }
                     }
@@ -442,6 +625,7 @@ mod tests {
             nonce: Some("[n:1f] ".into()),
             include_usage: true,
             continuous_usage: false,
+            reasoning: ReasoningRequest::none(),
         }
     }
 
@@ -470,7 +654,7 @@ mod tests {
                    "stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true},
                    "ignore_eos":true,"min_tokens":64,"seed":7})
         );
-        assert_eq!(Dialect::Chat.path(), "/v1/chat/completions");
+        assert_eq!(Dialect::Chat.path("m"), "/v1/chat/completions");
     }
 
     #[test]
@@ -526,7 +710,8 @@ mod tests {
             Some(Usage {
                 prompt_tokens: 12,
                 completion_tokens: 5,
-                cached_tokens: Some(8)
+                cached_tokens: Some(8),
+                reasoning_tokens: None,
             })
         );
         assert!(!u.has_choices);

@@ -4,3 +4,6 @@
 pub mod dialect;
 pub mod record;
 pub mod sse;
+pub mod vendor;
+#[cfg(test)]
+mod vendor_tests;

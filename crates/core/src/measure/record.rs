@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dialect::{self, Dialect, ServerTimings, StreamEvent, Usage};
 use crate::sse::{SseDecoder, SseError};
+use crate::vendor::StreamDecoder;
 
 /// One token-carrying chunk: its arrival time and how many tokens it carried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +61,10 @@ pub enum TokenCounts {
     /// More text deltas than `usage.completion_tokens`: one token per delta is kept
     /// (a chunk with text is never a zero-token chunk); the total is the server's.
     DeltasExceedUsage,
+    /// A reasoning model whose usage counts reasoning and answer together, and whose
+    /// reasoning was not streamed token for token: the answer's tokens are one per delta,
+    /// unverified (the server's total holds reasoning the stream did not time).
+    UnverifiedReasoningSplit,
 }
 
 impl TokenCounts {
@@ -72,6 +77,7 @@ impl TokenCounts {
             TokenCounts::EstimatedCoalesced => "estimated_coalesced",
             TokenCounts::ExactFinishToken => "exact_finish_token",
             TokenCounts::DeltasExceedUsage => "deltas_exceed_usage",
+            TokenCounts::UnverifiedReasoningSplit => "unverified_reasoning_split",
         }
     }
 
@@ -189,6 +195,40 @@ pub struct WireTiming {
     pub response_end_us: u64,
 }
 
+/// How a reasoning model's reasoning reached the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningShown {
+    /// Every reasoning token was streamed (its deltas match its count, or no count was
+    /// given): the reasoning tokens are the first `in_chunks` token chunks.
+    Tokens,
+    /// Text about the reasoning was streamed (a summary, or deltas that do not match
+    /// the server's count): its times are kept, its tokens are not timed.
+    Summary,
+    /// Nothing was shown but the stream or usage says the model reasoned.
+    Hidden,
+}
+
+/// A reasoning model's reasoning in one request: how many tokens, how it was shown, and
+/// where it sits among the token chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReasoningRecord {
+    /// Reasoning tokens: the server's count, else the stream's when every token was
+    /// streamed and the total matches usage; absent when unknown (never guessed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// How the reasoning was shown.
+    pub shown: ReasoningShown,
+    /// Reasoning text deltas received.
+    pub deltas: u32,
+    /// Leading token chunks that are reasoning (only when `shown` is `tokens`).
+    pub in_chunks: u32,
+    /// First reasoning text seen (any form), µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_first_us: Option<u64>,
+}
+
 /// Everything the client observed for one request. Absent optional fields and clean
 /// anomalies are left out of the JSON (a third of a record's size).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -250,6 +290,9 @@ pub struct RequestRecord {
     /// Irregularities.
     #[serde(default, skip_serializing_if = "Anomalies::is_clean")]
     pub anomalies: Anomalies,
+    /// Reasoning, when the model reasoned (absent: no sign of reasoning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningRecord>,
 }
 
 impl RequestRecord {
@@ -262,6 +305,35 @@ impl RequestRecord {
     /// Sum of the token chunks' counts.
     pub fn chunk_tokens(&self) -> u64 {
         self.chunks.iter().map(|c| u64::from(c.tokens)).sum()
+    }
+
+    /// Generated tokens whose arrival the stream showed: the server's count less the
+    /// reasoning tokens that were not streamed (hidden or summarised). When those are
+    /// not counted, the chunks' sum. Decode rates (TPOT, ITL) divide by this.
+    pub fn timed_tokens(&self) -> u64 {
+        match self.reasoning {
+            Some(r) if r.shown != ReasoningShown::Tokens => match r.tokens {
+                Some(n) => self.output_tokens().saturating_sub(n),
+                None => self.chunk_tokens(),
+            },
+            _ => self.output_tokens(),
+        }
+    }
+
+    /// The first token chunk of the answer (after the streamed reasoning tokens).
+    pub fn first_answer_chunk(&self) -> Option<&TokenChunk> {
+        let skip = self.reasoning.map_or(0, |r| r.in_chunks as usize);
+        self.chunks.get(skip)
+    }
+
+    /// When the first generated text of any kind arrived (reasoning, shown in any form,
+    /// or answer), µs.
+    pub fn t_first_token_us(&self) -> Option<u64> {
+        let answer = self.chunks.first().map(|c| c.t_us);
+        match (self.reasoning.and_then(|r| r.t_first_us), answer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// When the request was really on the wire (Resource Timing), else `t_send_us`.
@@ -417,10 +489,16 @@ pub enum StreamEnd {
 #[derive(Clone, Copy, Debug)]
 struct Observed {
     t_us: u64,
+    /// Answer text (or, when reasoning is counted as tokens, reasoning text).
     text: bool,
+    /// Reasoning text.
+    reasoning: bool,
     finish: bool,
     has_choices: bool,
+    /// `completion_tokens` of the chunk's usage.
     usage: Option<u64>,
+    /// The reasoning tokens of the chunk's usage.
+    usage_reasoning: Option<u64>,
 }
 
 /// Builds a [`RequestRecord`] from timed events of one streaming response.
@@ -428,7 +506,13 @@ struct Observed {
 pub struct RequestTimeline {
     rec: RequestRecord,
     dialect: Dialect,
+    decoder: StreamDecoder,
     sse: SseDecoder,
+    /// The stream said the model reasons (shown or not).
+    reasoning_seen: bool,
+    /// Reasoning text deltas, and the first one's time.
+    reasoning_deltas: u32,
+    t_first_reasoning_us: Option<u64>,
     streaming: bool,
     /// Every chunk, in arrival order; token chunks are decided at the end.
     observed: Vec<Observed>,
@@ -438,7 +522,13 @@ pub struct RequestTimeline {
     stream_error: Option<String>,
     /// Secrets the host knows (API key, header values): never kept in a message.
     secrets: Vec<String>,
+    /// Timed bytes not decoded yet, and their size (see [`RequestTimeline::on_bytes`]).
+    held: Vec<(u64, Vec<u8>)>,
+    held_bytes: usize,
 }
+
+/// Bytes a timeline holds before it decodes them (64 KiB: a few hundred chunks).
+pub const HOLD_BYTES: usize = 64 << 10;
 
 impl RequestTimeline {
     /// Starts a timeline; `t_send_us` is taken just before `fetch`.
@@ -473,9 +563,14 @@ impl RequestTimeline {
                 wire: None,
                 outcome: Outcome::Ok {},
                 anomalies: Anomalies::default(),
+                reasoning: None,
             },
             dialect,
+            decoder: StreamDecoder::new(dialect),
             sse: SseDecoder::default(),
+            reasoning_seen: false,
+            reasoning_deltas: 0,
+            t_first_reasoning_us: None,
             streaming: true,
             observed: Vec::new(),
             last_usage_completion: 0,
@@ -483,12 +578,20 @@ impl RequestTimeline {
             done: false,
             stream_error: None,
             secrets: Vec::new(),
+            held: Vec::new(),
+            held_bytes: 0,
         }
     }
 
     /// Secrets to keep out of the record's messages (the API key, header values).
     pub fn set_secrets(&mut self, secrets: Vec<String>) {
         self.secrets = secrets;
+    }
+
+    /// The host handed the request to its network stack at `t_us` (after the session's
+    /// stamp, which it replaces: building the request is not the server's time).
+    pub fn set_send_time(&mut self, t_us: u64) {
+        self.rec.t_send_us = self.rec.t_send_us.max(t_us);
     }
 
     /// Open loop: the arrival was due at `intended_us`, and the cap held it back or not.
@@ -512,7 +615,7 @@ impl RequestTimeline {
     }
 
     /// Tokens counted so far (for live views): the larger of the text deltas and the
-    /// server's latest `completion_tokens`.
+    /// server's latest `completion_tokens`, of the bytes decoded so far.
     pub fn tokens_so_far(&self) -> u64 {
         u64::from(self.rec.deltas).max(self.last_usage_completion)
     }
@@ -522,11 +625,30 @@ impl RequestTimeline {
         self.first_token_us
     }
 
-    /// Body bytes arrived at `t_us`.
+    /// Body bytes arrived at `t_us`. They are kept with their time and decoded later —
+    /// at the end of the stream, or once [`HOLD_BYTES`] are held — so a host's loop does
+    /// nothing per read but stamp and keep: decoding at once delays the stamp of the next
+    /// stream's chunk (at c=8 a batch step hands every stream a token at the same moment).
+    /// The record is the same; only the live token count ([`Self::tokens_so_far`]) lags.
     pub fn on_bytes(&mut self, t_us: u64, bytes: &[u8]) {
         if !self.streaming {
             return;
         }
+        self.held.push((t_us, bytes.to_vec()));
+        self.held_bytes += bytes.len();
+        if self.held_bytes >= HOLD_BYTES {
+            self.decode_held();
+        }
+    }
+
+    fn decode_held(&mut self) {
+        self.held_bytes = 0;
+        for (t_us, bytes) in std::mem::take(&mut self.held) {
+            self.decode(t_us, &bytes);
+        }
+    }
+
+    fn decode(&mut self, t_us: u64, bytes: &[u8]) {
         for item in self.sse.push(bytes) {
             match item {
                 Ok(ev) => self.on_event(t_us, &ev.event, &ev.data),
@@ -541,7 +663,7 @@ impl RequestTimeline {
             self.rec.anomalies.events_after_done += 1;
             return;
         }
-        match dialect::parse_event(self.dialect, event, data) {
+        match self.decoder.event(event, data) {
             Ok(StreamEvent::Done) => self.done = true,
             Ok(StreamEvent::Error(e)) => {
                 self.stream_error.get_or_insert(e.message);
@@ -555,7 +677,9 @@ impl RequestTimeline {
                 if self.rec.response_id.is_none() {
                     self.rec.response_id.clone_from(&c.id);
                 }
-                let text = c.has_text();
+                let text = !c.text.is_empty();
+                let reasoning = !c.reasoning.is_empty();
+                self.reasoning_seen |= c.reasoning_seen || reasoning;
                 let usage = c.usage.map(|u| u.completion_tokens);
                 if let Some(u) = c.usage {
                     self.rec.usage = Some(u);
@@ -563,8 +687,12 @@ impl RequestTimeline {
                 if text {
                     self.rec.deltas += 1;
                 }
+                if reasoning {
+                    self.reasoning_deltas += 1;
+                    self.t_first_reasoning_us.get_or_insert(t_us);
+                }
                 let rose = usage.is_some_and(|u| u > self.last_usage_completion);
-                if (text || rose) && self.first_token_us.is_none() {
+                if (text || reasoning || rose) && self.first_token_us.is_none() {
                     self.first_token_us = Some(t_us);
                 }
                 if let Some(u) = usage {
@@ -573,15 +701,20 @@ impl RequestTimeline {
                 self.observed.push(Observed {
                     t_us,
                     text,
+                    reasoning,
                     finish: c.finish_reason.is_some(),
                     has_choices: c.has_choices,
                     usage,
+                    usage_reasoning: c.usage.and_then(|u| u.reasoning_tokens),
                 });
                 if c.finish_reason.is_some() {
                     self.rec.finish_reason = c.finish_reason;
                 }
                 if c.timings.is_some() {
                     self.rec.server_timings = c.timings;
+                }
+                if c.end {
+                    self.done = true;
                 }
             }
             Err(dialect::DialectError::InvalidJson(_)) => self.rec.anomalies.invalid_json += 1,
@@ -593,6 +726,7 @@ impl RequestTimeline {
 
     /// Ends the timeline at `t_us` and returns the record.
     pub fn finish(mut self, t_us: u64, end: StreamEnd) -> RequestRecord {
+        self.decode_held();
         if let Some(SseError::Truncated {
             pending_data,
             partial_line,
@@ -620,7 +754,8 @@ impl RequestTimeline {
                 } else if self.done {
                     Outcome::Ok {}
                 } else if self.rec.finish_reason.is_some() {
-                    self.rec.anomalies.missing_done = true;
+                    // Gemini's stream has no end event: its finish reason is the end.
+                    self.rec.anomalies.missing_done = self.dialect.has_end_event();
                     Outcome::Ok {}
                 } else {
                     self.rec.anomalies.missing_done = true;
@@ -635,10 +770,108 @@ impl RequestTimeline {
             | Outcome::StreamError { message } => *message = redact(message, &self.secrets),
             _ => {}
         }
-        let (chunks, counts) = account(&self.observed, self.rec.usage.map(|u| u.completion_tokens));
-        self.rec.chunks = chunks;
-        self.rec.token_counts = counts;
+        self.account_tokens();
         self.rec
+    }
+
+    /// Decides the token chunks and the reasoning part (docs/DEFINITIONS.md, reasoning):
+    /// reasoning streamed token for token is timed with the answer; reasoning hidden or
+    /// summarised is counted (when the server counts it) and never timed.
+    fn account_tokens(&mut self) {
+        let total = self.rec.usage.map(|u| u.completion_tokens);
+        let r_usage = self.rec.usage.and_then(|u| u.reasoning_tokens);
+        let k_r = u64::from(self.reasoning_deltas);
+        let k_a = u64::from(self.rec.deltas);
+        if !self.reasoning_seen && r_usage.unwrap_or(0) == 0 {
+            let (chunks, counts) = account(&self.observed, total);
+            self.rec.chunks = chunks;
+            self.rec.token_counts = counts;
+            return;
+        }
+        let shown = if k_r == 0 {
+            ReasoningShown::Hidden
+        } else {
+            match (r_usage, total) {
+                (Some(r), _) if r == k_r => ReasoningShown::Tokens,
+                (Some(_), _) => ReasoningShown::Summary,
+                // No reasoning count: the deltas are the tokens only if, with the answer's,
+                // they make up the server's total (or there is no total to check).
+                (None, Some(u)) if u == k_r + k_a => ReasoningShown::Tokens,
+                (None, Some(_)) => ReasoningShown::Summary,
+                (None, None) => ReasoningShown::Tokens,
+            }
+        };
+        let mut reasoning = ReasoningRecord {
+            tokens: r_usage,
+            shown,
+            deltas: self.reasoning_deltas,
+            in_chunks: 0,
+            t_first_us: self.t_first_reasoning_us,
+        };
+        if shown == ReasoningShown::Tokens {
+            // Reasoning deltas are token chunks like the answer's.
+            let obs: Vec<Observed> = self
+                .observed
+                .iter()
+                .map(|o| Observed {
+                    text: o.text || o.reasoning,
+                    ..*o
+                })
+                .collect();
+            let (chunks, counts) = account(&obs, total);
+            let first_answer = self.observed.iter().position(|o| o.text);
+            reasoning.in_chunks = match first_answer {
+                None => chunks.len() as u32,
+                // Continuous usage: a chunk per rise of the count, before the answer.
+                Some(i) if counts == TokenCounts::ExactContinuousUsage => {
+                    let mut last = 0u64;
+                    let mut n = 0u32;
+                    for u in obs[..i].iter().filter_map(|o| o.usage) {
+                        if u > last {
+                            n += 1;
+                            last = u;
+                        }
+                    }
+                    n
+                }
+                Some(i) => self.observed[..i].iter().filter(|o| o.reasoning).count() as u32,
+            };
+            if reasoning.tokens.is_none() && counts.is_exact() {
+                reasoning.tokens = Some(
+                    chunks[..reasoning.in_chunks as usize]
+                        .iter()
+                        .map(|c| u64::from(c.tokens))
+                        .sum(),
+                );
+            }
+            self.rec.chunks = chunks;
+            self.rec.token_counts = counts;
+        } else {
+            // Only the answer is timed: usage less the reasoning it counts.
+            let obs: Vec<Observed> = self
+                .observed
+                .iter()
+                .map(|o| Observed {
+                    usage: o
+                        .usage
+                        .map(|u| u.saturating_sub(o.usage_reasoning.or(r_usage).unwrap_or(0))),
+                    ..*o
+                })
+                .collect();
+            let answer_total = match (total, r_usage) {
+                (Some(u), Some(r)) => Some(u.saturating_sub(r)),
+                _ => None,
+            };
+            let (chunks, counts) = account(&obs, answer_total);
+            self.rec.token_counts = match (answer_total, counts) {
+                (None, TokenCounts::UnverifiedNoUsage) if total.is_some() => {
+                    TokenCounts::UnverifiedReasoningSplit
+                }
+                (_, c) => c,
+            };
+            self.rec.chunks = chunks;
+        }
+        self.rec.reasoning = Some(reasoning);
     }
 }
 
@@ -655,18 +888,22 @@ pub fn account_text_chunks(
         .map(|&t_us| Observed {
             t_us,
             text: true,
+            reasoning: false,
             finish: false,
             has_choices: true,
             usage: None,
+            usage_reasoning: None,
         })
         .collect();
     if let Some(t_us) = trailing_finish_us {
         obs.push(Observed {
             t_us,
             text: false,
+            reasoning: false,
             finish: true,
             has_choices: true,
             usage: None,
+            usage_reasoning: None,
         });
     }
     account(&obs, usage_completion)

@@ -67,6 +67,7 @@ pub fn request_body(
         nonce,
         include_usage: true,
         continuous_usage: false,
+        reasoning: crate::dialect::ReasoningRequest::none(),
     }
     .body(dialect)
     .to_string()

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::dialect::Dialect;
 use crate::pins;
 use crate::record::RequestTimeline;
 
@@ -41,15 +42,38 @@ impl HttpRequest {
         }
     }
 
-    /// A streaming `POST` of a JSON body to a model endpoint, with the API key when it is
-    /// bound to the URL's origin.
-    pub fn stream(url: String, body: String, key: Option<&ApiKey>) -> Self {
+    /// A streaming `POST` of a JSON body to a model endpoint in `dialect`, with the API
+    /// key (in the dialect's own header) when it is bound to the URL's origin. Only the
+    /// headers the dialect needs: one unexpected header fails a vendor's CORS preflight.
+    pub fn stream(dialect: Dialect, url: String, body: String, key: Option<&ApiKey>) -> Self {
         let mut r = Self::post_json(url, body);
         r.headers
             .push(("accept".into(), "text/event-stream".into()));
-        if let Some(k) = key.and_then(|k| k.for_url(&r.url)) {
-            r.headers
-                .push(("authorization".into(), format!("Bearer {k}")));
+        let key = key.and_then(|k| k.for_url(&r.url)).map(str::to_owned);
+        match dialect {
+            Dialect::Messages => {
+                r.headers
+                    .push(("anthropic-version".into(), "2023-06-01".into()));
+                // Anthropic answers a browser's request only with this header.
+                r.headers.push((
+                    "anthropic-dangerous-direct-browser-access".into(),
+                    "true".into(),
+                ));
+                if let Some(k) = key {
+                    r.headers.push(("x-api-key".into(), k));
+                }
+            }
+            Dialect::Gemini => {
+                if let Some(k) = key {
+                    r.headers.push(("x-goog-api-key".into(), k));
+                }
+            }
+            Dialect::Completions | Dialect::Chat | Dialect::Responses => {
+                if let Some(k) = key {
+                    r.headers
+                        .push(("authorization".into(), format!("Bearer {k}")));
+                }
+            }
         }
         r
     }
@@ -102,10 +126,22 @@ impl ApiKey {
         })
     }
 
-    /// The key, when `url` is on its origin.
+    /// The key, when `url` (a request URL: any path and query) is on its origin.
     pub fn for_url(&self, url: &str) -> Option<&str> {
-        (pins::origin_of(url).as_deref() == Some(self.origin.as_str())).then_some(&self.value)
+        (request_origin(url).as_deref() == Some(self.origin.as_str())).then_some(&self.value)
     }
+}
+
+/// `scheme://host[:port]` of a request URL (lower case), `None` when it has credentials
+/// or is not `http(s)`.
+fn request_origin(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    (scheme == "http" || scheme == "https").then_some(())?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    (!authority.is_empty() && !authority.contains('@')).then_some(())?;
+    Some(format!("{scheme}://{}", authority.to_ascii_lowercase()))
 }
 
 /// The secrets a run must never write into its records: the API key and the values of
@@ -116,4 +152,125 @@ pub fn secrets(key: Option<&ApiKey>, extra_headers: &[(String, String)]) -> Vec<
         .chain(extra_headers.iter().map(|(_, v)| v.clone()))
         .filter(|s| !s.is_empty())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::{LengthEnforcement, ReasoningMode, ReasoningRequest, RequestSpec};
+
+    fn spec(reasoning: ReasoningRequest) -> RequestSpec {
+        RequestSpec {
+            model: "m-1".into(),
+            prompt: "hi".into(),
+            max_tokens: 256,
+            enforcement: LengthEnforcement::None,
+            temperature: None,
+            extra: Default::default(),
+            nonce: None,
+            include_usage: true,
+            continuous_usage: false,
+            reasoning,
+        }
+    }
+
+    /// The exact request of each vendor: path, headers (the key in the dialect's own
+    /// header, nothing more) and body.
+    #[test]
+    fn each_vendor_gets_its_own_request() {
+        let cases = [
+            (
+                Dialect::Responses,
+                "https://api.openai.com",
+                ReasoningRequest {
+                    mode: ReasoningMode::Hidden,
+                    effort: Some("high".into()),
+                    budget_tokens: None,
+                },
+                "/v1/responses",
+                vec![("authorization", "Bearer k")],
+                serde_json::json!({"model":"m-1","input":"hi","max_output_tokens":256,"stream":true,"reasoning":{"effort":"high"}}),
+            ),
+            (
+                Dialect::Messages,
+                "https://api.anthropic.com",
+                ReasoningRequest {
+                    mode: ReasoningMode::Visible,
+                    effort: None,
+                    budget_tokens: Some(2048),
+                },
+                "/v1/messages",
+                vec![
+                    ("anthropic-version", "2023-06-01"),
+                    ("anthropic-dangerous-direct-browser-access", "true"),
+                    ("x-api-key", "k"),
+                ],
+                serde_json::json!({"model":"m-1","max_tokens":256,"messages":[{"role":"user","content":"hi"}],"stream":true,"thinking":{"type":"enabled","budget_tokens":2048}}),
+            ),
+            (
+                Dialect::Gemini,
+                "https://generativelanguage.googleapis.com",
+                ReasoningRequest {
+                    mode: ReasoningMode::Visible,
+                    effort: None,
+                    budget_tokens: Some(1024),
+                },
+                "/v1beta/models/m-1:streamGenerateContent?alt=sse",
+                vec![("x-goog-api-key", "k")],
+                serde_json::json!({"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":256,"thinkingConfig":{"thinkingBudget":1024,"includeThoughts":true}}}),
+            ),
+            (
+                Dialect::Chat,
+                "https://api.deepseek.com",
+                ReasoningRequest {
+                    mode: ReasoningMode::Visible,
+                    effort: Some("low".into()),
+                    budget_tokens: None,
+                },
+                "/v1/chat/completions",
+                vec![("authorization", "Bearer k")],
+                serde_json::json!({"model":"m-1","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":256,"stream":true,"stream_options":{"include_usage":true},"reasoning_effort":"low"}),
+            ),
+        ];
+        for (dialect, base, reasoning, path, auth, body) in cases {
+            let key = ApiKey::for_endpoint("k", base).expect("key");
+            let url = format!("{base}{}", dialect.path("m-1"));
+            assert!(url.ends_with(path), "{dialect:?}: {url}");
+            let s = spec(reasoning);
+            let r = HttpRequest::stream(dialect, url, s.body(dialect).to_string(), Some(&key));
+            let mut want = vec![
+                ("content-type", "application/json"),
+                ("accept", "text/event-stream"),
+            ];
+            want.extend(auth);
+            let got: Vec<(&str, &str)> = r
+                .headers
+                .iter()
+                .map(|(a, b)| (a.as_str(), b.as_str()))
+                .collect();
+            assert_eq!(got, want, "{dialect:?}");
+            let sent: serde_json::Value =
+                serde_json::from_str(r.body.as_deref().expect("body")).expect("json");
+            assert_eq!(sent, body, "{dialect:?}");
+        }
+    }
+
+    /// A key given for one origin never goes to another, in any dialect's header.
+    #[test]
+    fn a_key_stays_with_its_origin_in_every_dialect() {
+        let key = ApiKey::for_endpoint("k", "https://api.anthropic.com").expect("key");
+        for d in Dialect::ALL {
+            let r = HttpRequest::stream(
+                d,
+                format!("https://evil.example{}", d.path("m")),
+                "{}".into(),
+                Some(&key),
+            );
+            assert!(
+                r.headers.iter().all(|(_, v)| v != "k" && v != "Bearer k"),
+                "{d:?}: {:?}",
+                r.headers
+            );
+        }
+    }
 }

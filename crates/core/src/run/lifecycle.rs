@@ -362,10 +362,10 @@ pub async fn behaviour<H: Host>(
         seed[0], seed[1], seed[2], seed[3], seed[4], seed[5], seed[6], seed[7],
     ]);
     let nonce = |i: u32| prompt::nonce(i, seed);
-    let url = format!("{}{}", target.base_url, target.dialect.path());
+    let url = format!("{}{}", target.base_url, target.dialect.path(&target.model));
     let (dialect, model) = (target.dialect, target.model.as_str());
     let run = |body: String, p: u32, o: u32| {
-        let req = HttpRequest::stream(url.clone(), body, key);
+        let req = HttpRequest::stream(dialect, url.clone(), body, key);
         async move {
             let rec = timed_stream(host, req, dialect, p, o)
                 .await

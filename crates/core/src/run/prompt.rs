@@ -131,11 +131,14 @@ pub fn build(tokens: u32, cal: &Calibration, nonce: Option<&str>, variant: u32) 
 /// (BOS included, as its usage counts it).
 pub fn tokenize_bodies(dialect: Dialect, model: &str, text: &str) -> Vec<String> {
     match dialect {
-        Dialect::Chat => vec![serde_json::json!({
-            "model": model,
-            "messages": [{"role": "user", "content": text}],
-        })
-        .to_string()],
+        // The vendors' APIs count the prompt as chat messages too.
+        Dialect::Chat | Dialect::Responses | Dialect::Messages | Dialect::Gemini => {
+            vec![serde_json::json!({
+                "model": model,
+                "messages": [{"role": "user", "content": text}],
+            })
+            .to_string()]
+        }
         Dialect::Completions => vec![
             serde_json::json!({"model": model, "prompt": text}).to_string(),
             serde_json::json!({"content": text, "add_special": true}).to_string(),
@@ -275,7 +278,9 @@ impl Calibrator {
         let Some((form, count)) = answer else {
             self.result = Some(Err(CalibrationError::NoTokenizer {
                 dialect: match self.dialect {
-                    Dialect::Chat => "chat messages",
+                    Dialect::Chat | Dialect::Responses | Dialect::Messages | Dialect::Gemini => {
+                        "chat messages"
+                    }
                     Dialect::Completions => "completions",
                 },
             }));

@@ -48,8 +48,11 @@ pub struct Outgoing {
 /// The host reports what happens to each request back through
 /// [`RunSession::on_headers`], [`RunSession::on_bytes`] and [`RunSession::on_end`].
 pub trait Transport {
-    /// Starts sending `req` now (the session has already stamped its send time).
-    fn send(&mut self, req: &Outgoing);
+    /// Starts sending `req` now. Returns the host's clock when the request was handed
+    /// to its network stack (just before `fetch`), when the host knows it then: building
+    /// the request is the client's time, not the server's, and the record's `t_send_us`
+    /// is that instant (else the session's own stamp, taken before building it).
+    fn send(&mut self, req: &Outgoing) -> Option<u64>;
     /// Aborts request `id`; the host still reports its end.
     fn abort(&mut self, id: u32);
 }
@@ -218,7 +221,11 @@ impl RunSession {
         let mut seeds = Rng::from_seed(seed);
         let plan_rng = Rng::from_seed(seed_bytes(&mut seeds));
         let dialect = cfg.endpoint.dialect;
-        let url = format!("{}{}", cfg.endpoint.base_url, dialect.path());
+        let url = format!(
+            "{}{}",
+            cfg.endpoint.base_url,
+            dialect.path(&cfg.model.id.value)
+        );
         let steps = cfg.load.value.steps.len();
         Self {
             calibrate_from_usage: cfg.prompt_exactness.value == PromptExactness::UsageCalibrated,
@@ -399,6 +406,7 @@ impl RunSession {
             nonce: None,
             include_usage: true,
             continuous_usage: self.continuous_usage,
+            reasoning: cfg.reasoning_request(),
         };
         let body = spec.body(self.dialect).to_string();
         let mut timeline = RequestTimeline::new(
@@ -424,10 +432,19 @@ impl RunSession {
         self.progress.in_flight.0 = sched.in_flight();
         self.progress.held_by_cap += u32::from(d.held_by_cap);
         self.progress.phase = Some(phase_name(d.phase).to_owned());
-        transport.send(&Outgoing {
+        let sent = transport.send(&Outgoing {
             id: index,
-            request: HttpRequest::stream(self.url.clone(), body, self.api_key.as_ref()),
+            request: HttpRequest::stream(
+                self.dialect,
+                self.url.clone(),
+                body,
+                self.api_key.as_ref(),
+            ),
         });
+        if let (Some(t), Some(f)) = (sent, self.in_flight.get_mut(index)) {
+            f.timeline.set_send_time(t);
+            f.last_activity_us = f.last_activity_us.max(t);
+        }
     }
 
     /// Response headers of request `id` arrived at `t_us`.

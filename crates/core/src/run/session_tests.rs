@@ -63,6 +63,9 @@ struct SimNet {
     live_after_poll: Vec<(u64, usize)>,
     /// The session's progress just before its records were taken.
     last_progress: Option<Progress>,
+    /// How long after the session's stamp the host hands a request to the network (the
+    /// time it takes to build it), µs.
+    handover_us: u64,
 }
 
 impl SimNet {
@@ -82,6 +85,7 @@ impl SimNet {
             tokens_per_word_milli: 1000,
             live_after_poll: Vec::new(),
             last_progress: None,
+            handover_us: 0,
         }
     }
 
@@ -92,7 +96,7 @@ impl SimNet {
 }
 
 impl Transport for SimNet {
-    fn send(&mut self, req: &Outgoing) {
+    fn send(&mut self, req: &Outgoing) -> Option<u64> {
         let body: serde_json::Value =
             serde_json::from_str(req.request.body.as_deref().unwrap_or("")).expect("JSON body");
         let n = body["max_tokens"].as_u64().expect("max_tokens") as u32;
@@ -102,7 +106,7 @@ impl Transport for SimNet {
         let prompt = body["prompt"].as_str().expect("prompt");
         self.prompt_words
             .insert(req.id, prompt.split_whitespace().count() as u64);
-        let t = self.now;
+        let t = self.now + self.handover_us;
         self.at(t + self.ttft_us / 2, Ev::Headers(req.id));
         let stop = self.stall_after.get(&req.id).copied().unwrap_or(n).min(n);
         for i in 0..stop {
@@ -116,6 +120,7 @@ impl Transport for SimNet {
             self.at(last + 100, Ev::Final(req.id));
             self.at(last + 200, Ev::End(req.id));
         }
+        (self.handover_us > 0).then_some(t)
     }
 
     fn abort(&mut self, id: u32) {
@@ -247,6 +252,31 @@ fn assert_phases_agree(cfg: &RunConfig, records: &[RequestRecord], phases: &[(u3
                 r.index, r.t_send_us
             );
         }
+    }
+}
+
+/// A request is timed from when the host handed it to the network, not from the
+/// session's stamp before building it: building it is the client's time.
+#[test]
+fn send_time_is_the_hosts_handover() {
+    let cfg = config(&[
+        ("concurrency", "2"),
+        ("warmup", "0"),
+        ("measured", "6"),
+        ("cooldown", "0"),
+    ]);
+    let mut net = SimNet::new(20_000, 5_000);
+    net.handover_us = 700;
+    let s = RunSession::new(cfg, Calibration::default(), [3; 32], net.now);
+    let (records, _) = drive(s, &mut net, None);
+    assert_one_record_each(&net, &records);
+    for (r, (stamp, _)) in records.iter().zip(&net.sends) {
+        assert_eq!(r.t_send_us, stamp + 700, "request {}", r.index);
+        assert_eq!(
+            r.chunks[0].t_us - r.t_send_us,
+            20_000,
+            "TTFT from the handover"
+        );
     }
 }
 
@@ -598,10 +628,11 @@ proptest! {
 struct Bodies(Vec<serde_json::Value>);
 
 impl Transport for Bodies {
-    fn send(&mut self, req: &Outgoing) {
+    fn send(&mut self, req: &Outgoing) -> Option<u64> {
         self.0.push(
             serde_json::from_str(req.request.body.as_deref().unwrap_or("")).expect("JSON body"),
         );
+        None
     }
     fn abort(&mut self, _id: u32) {}
 }
@@ -688,8 +719,9 @@ fn streams_carry_the_key_of_their_own_origin_only() {
     #[derive(Default)]
     struct Requests(Vec<crate::http::HttpRequest>);
     impl Transport for Requests {
-        fn send(&mut self, req: &Outgoing) {
+        fn send(&mut self, req: &Outgoing) -> Option<u64> {
             self.0.push(req.request.clone());
+            None
         }
         fn abort(&mut self, _id: u32) {}
     }

@@ -374,6 +374,7 @@ fn build_records(mut raws: Vec<RawRequest>) -> Vec<RequestRecord> {
                 prompt_tokens: r.prompt_tokens.unwrap_or(0),
                 completion_tokens: c,
                 cached_tokens: None,
+                reasoning_tokens: None,
             });
             let outcome = match &r.error {
                 None => Outcome::Ok {},
@@ -406,6 +407,7 @@ fn build_records(mut raws: Vec<RawRequest>) -> Vec<RequestRecord> {
                 wire: None,
                 outcome,
                 anomalies: Anomalies::default(),
+                reasoning: None,
             }
         })
         .collect()

@@ -833,6 +833,7 @@ pub(crate) mod tests {
                 ("phases", "colocated"),
                 ("temperature", "0.7"),
                 ("sampling_extra", "{\"seed\":1}"),
+                ("reasoning", "none"),
             ])
             .lengths(16, 4)
             .windows("1", "4", "1")

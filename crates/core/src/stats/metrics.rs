@@ -158,8 +158,10 @@ impl Dist {
 /// Metrics of one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct RequestMetrics {
-    /// TTFT, µs.
+    /// TTFT (first generated text of any kind), µs.
     pub ttft_us: Option<u64>,
+    /// Time to the first answer token of a reasoning model's request, µs.
+    pub ttfa_us: Option<u64>,
     /// TPOT, µs (rounded).
     pub tpot_us: Option<u64>,
     /// E2E, µs.
@@ -197,10 +199,20 @@ pub fn request_metrics(rec: &RequestRecord) -> RequestMetrics {
         m.e2e_us = rec.t_done_us.map(|d| d.saturating_sub(rec.t_send_us));
         return m;
     };
-    let ttft = first.t_us.saturating_sub(rec.t_send_us);
+    // The first generated text of any kind: reasoning (shown in any form) or answer.
+    let ttft = rec
+        .t_first_token_us()
+        .unwrap_or(first.t_us)
+        .saturating_sub(rec.t_send_us);
     m.ttft_us = Some(ttft);
-    // The server's count when it gave one (DEFINITIONS: output tokens − first chunk).
-    let after_first = rec.output_tokens().saturating_sub(u64::from(first.tokens));
+    if rec.reasoning.is_some() {
+        m.ttfa_us = rec
+            .first_answer_chunk()
+            .map(|c| c.t_us.saturating_sub(rec.t_send_us));
+    }
+    // The server's count when it gave one, less reasoning the stream did not time
+    // (DEFINITIONS: timed output tokens − first chunk).
+    let after_first = rec.timed_tokens().saturating_sub(u64::from(first.tokens));
     let span = last.t_us.saturating_sub(first.t_us);
     if after_first > 0 && span > 0 {
         m.tpot_us = Some(div_round(u128::from(span), u128::from(after_first)));
@@ -1260,6 +1272,7 @@ mod tests {
                 prompt_tokens: 100,
                 completion_tokens: n,
                 cached_tokens: None,
+                reasoning_tokens: None,
             }),
             finish_reason: Some("length".into()),
             response_id: None,
@@ -1268,6 +1281,7 @@ mod tests {
             wire: None,
             outcome: Outcome::Ok {},
             anomalies: Anomalies::default(),
+            reasoning: None,
         }
     }
 
@@ -1694,6 +1708,7 @@ mod tests {
             prompt_tokens: 97,
             completion_tokens: 2,
             cached_tokens: None,
+            reasoning_tokens: None,
         });
         let s = summarize(&[r], &plan(vec![LoadStep::Closed { concurrency: 1 }], 0, 1))
             .expect("summary");

@@ -51,6 +51,7 @@ impl Pins {
             ("nonce_prefix", "on"),
             ("temperature", "0"),
             ("sampling_extra", "{}"),
+            ("reasoning", "none"),
         ];
         Self {
             fields: fields

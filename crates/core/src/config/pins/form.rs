@@ -57,6 +57,9 @@ pub struct FieldSpec {
 const DIALECTS: &[(&str, &str)] = &[
     ("completions", "completions (/v1/completions)"),
     ("chat", "chat (/v1/chat/completions)"),
+    ("responses", "OpenAI Responses (/v1/responses)"),
+    ("messages", "Anthropic Messages (/v1/messages)"),
+    ("gemini", "Gemini (:streamGenerateContent)"),
 ];
 const EXACTNESS: &[(&str, &str)] = &[
     (
@@ -267,6 +270,12 @@ pub const FIELD_SPECS: &[FieldSpec] = &[
         control: Control::Text,
         example: "{} or {\"top_p\":0.9}",
     },
+    FieldSpec {
+        name: "reasoning",
+        label: "Reasoning (none, visible or hidden; effort or budget sent)",
+        control: Control::Text,
+        example: "none, visible effort=high, hidden budget=2048",
+    },
 ];
 
 /// The spec of field `name`.
@@ -288,6 +297,7 @@ pub fn why(pin: PinId) -> &'static str {
         PinId::Window => "The first seconds (a burst) differ from steady state: warm-up and cool-down are excluded, the measured window is what the numbers cover.",
         PinId::CachePolicy => "A prefix cache skips prefill of repeated prompts: a unique prefix per request measures the uncached cost.",
         PinId::Sampling => "Sampling settings change the work per token and when generation stops.",
+        PinId::Reasoning => "A reasoning model spends tokens thinking before it answers: TTFT, the first answer token and tok/s at low effort say nothing about high effort, and hidden reasoning tokens are never timed.",
     }
 }
 
@@ -770,7 +780,26 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "nonce_prefix",
     "temperature",
     "sampling_extra",
+    "reasoning",
 ];
+
+/// The reasoning pin as the form writes it: `none`, `visible effort=high`, `hidden budget=2048`.
+pub fn reasoning_form(r: &crate::dialect::ReasoningRequest) -> String {
+    let mut s = match r.mode {
+        crate::dialect::ReasoningMode::None => "none",
+        crate::dialect::ReasoningMode::Visible => "visible",
+        crate::dialect::ReasoningMode::Hidden => "hidden",
+    }
+    .to_owned();
+    if let Some(e) = &r.effort {
+        s.push_str(" effort=");
+        s.push_str(e);
+    }
+    if let Some(b) = r.budget_tokens {
+        s.push_str(&format!(" budget={b}"));
+    }
+    s
+}
 
 /// A span as the form writes it: `8` (requests) or `1.5s`.
 fn span_form(s: Span) -> String {
@@ -844,6 +873,9 @@ pub fn workload_form(cfg: &RunConfig) -> RawConfig {
             serde_json::to_string(&cfg.sampling.value.extra).unwrap_or_else(|_| "{}".into()),
         ),
     ];
+    if let Some(r) = &cfg.reasoning {
+        fills.push(("reasoning", reasoning_form(&r.value)));
+    }
     if open.is_empty() {
         fills.push(("load_mode", "closed".into()));
         fills.push(("concurrency", list(closed)));
@@ -989,6 +1021,7 @@ mod tests {
                 PinId::Window,
                 PinId::CachePolicy,
                 PinId::Sampling,
+                PinId::Reasoning,
             ]
         );
         assert_eq!(
@@ -1014,6 +1047,7 @@ mod tests {
                 ("max_num_seqs", "256"),
                 ("phases", "chunked_prefill"),
                 ("scheduling", "continuous"),
+                ("reasoning", "none"),
             ] {
                 *raw.field_mut(name).expect("field") = RawField::declared(text);
             }

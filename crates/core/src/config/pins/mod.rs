@@ -10,7 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::decimal::bounded;
-use crate::dialect::{Dialect, LengthEnforcement};
+use crate::dialect::{Dialect, LengthEnforcement, ReasoningMode, ReasoningRequest};
 
 mod example;
 mod fit;
@@ -463,6 +463,20 @@ pub struct RunConfig {
     pub cache: Pinned<CachePolicy>,
     /// Pin 10: sampling.
     pub sampling: Pinned<Sampling>,
+    /// Pin 11: reasoning — none, visible or hidden, with the effort or budget sent.
+    /// Absent only in reports made before the pin existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Pinned<ReasoningRequest>>,
+}
+
+impl RunConfig {
+    /// What the run asks of a reasoning model (nothing, for a configuration made before
+    /// the reasoning pin).
+    pub fn reasoning_request(&self) -> ReasoningRequest {
+        self.reasoning
+            .as_ref()
+            .map_or_else(ReasoningRequest::none, |p| p.value.clone())
+    }
 }
 
 /// The pins of docs/DEFINITIONS.md §1 (plus the endpoint itself).
@@ -491,6 +505,8 @@ pub enum PinId {
     CachePolicy,
     /// 10.
     Sampling,
+    /// 11.
+    Reasoning,
 }
 
 impl PinId {
@@ -508,6 +524,7 @@ impl PinId {
             PinId::Window => "window",
             PinId::CachePolicy => "cache policy",
             PinId::Sampling => "sampling",
+            PinId::Reasoning => "reasoning",
         }
     }
 }

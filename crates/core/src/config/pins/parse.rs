@@ -425,6 +425,43 @@ pub fn looks_like_key_in_path(seg: &str) -> bool {
         && seg.chars().filter(char::is_ascii_alphabetic).count() >= 6
 }
 
+/// Parses the reasoning pin: `none`, `visible` or `hidden`, then optionally
+/// `effort=LEVEL` or `budget=TOKENS` (what the requests send). `none` sends nothing.
+pub fn parse_reasoning(t: &str) -> Option<ReasoningRequest> {
+    let mut words = t
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty());
+    let mode = match words.next()?.to_ascii_lowercase().as_str() {
+        "none" | "off" => ReasoningMode::None,
+        "visible" | "shown" => ReasoningMode::Visible,
+        "hidden" => ReasoningMode::Hidden,
+        _ => return None,
+    };
+    let mut r = ReasoningRequest {
+        mode,
+        effort: None,
+        budget_tokens: None,
+    };
+    for w in words {
+        let (k, v) = w.split_once('=')?;
+        match k.to_ascii_lowercase().as_str() {
+            "effort" if r.effort.is_none() => {
+                let v = v.to_ascii_lowercase();
+                ["none", "minimal", "low", "medium", "high"]
+                    .contains(&v.as_str())
+                    .then_some(())?;
+                r.effort = Some(v);
+            }
+            "budget" if r.budget_tokens.is_none() => {
+                r.budget_tokens = Some(v.parse::<u32>().ok().filter(|n| *n > 0)?);
+            }
+            _ => return None,
+        }
+    }
+    // No reasoning asks for none.
+    (mode != ReasoningMode::None || (r.effort.is_none() && r.budget_tokens.is_none())).then_some(r)
+}
+
 pub(super) fn parse_choice<T: Copy>(t: &str, options: &[(&str, T)]) -> Option<T> {
     let t = t.trim().to_ascii_lowercase().replace(['-', ' '], "_");
     options.iter().find(|(n, _)| *n == t).map(|(_, v)| *v)
@@ -448,6 +485,9 @@ impl TryFrom<&RawConfig> for RunConfig {
             &[
                 ("completions", Dialect::Completions),
                 ("chat", Dialect::Chat),
+                ("responses", Dialect::Responses),
+                ("messages", Dialect::Messages),
+                ("gemini", Dialect::Gemini),
             ],
         );
         let model_id = p.get("model_id", "the API model id", |t| Some(t.to_owned()));
@@ -574,6 +614,12 @@ impl TryFrom<&RawConfig> for RunConfig {
             parse_sampling_extra,
         );
 
+        let reasoning = p.get(
+            "reasoning",
+            "none, visible or hidden, optionally with effort=none|minimal|low|medium|high or budget=TOKENS (what is sent)",
+            parse_reasoning,
+        );
+
         if !p.problems.is_empty() {
             return Err(PinError::Unpinned(p.problems));
         }
@@ -649,6 +695,7 @@ impl TryFrom<&RawConfig> for RunConfig {
                 },
                 provenance: temperature.provenance,
             },
+            reasoning: Some(reasoning.ok_or_else(unpinned)?),
         })
     }
 }

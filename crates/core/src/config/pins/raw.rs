@@ -103,6 +103,8 @@ raw_config! {
     temperature => PinId::Sampling,
     /// Other sampling fields as a JSON object (may be `{}`).
     sampling_extra => PinId::Sampling,
+    /// `none`, `visible` or `hidden`, with `effort=LEVEL` or `budget=TOKENS` as sent.
+    reasoning => PinId::Reasoning,
 }
 
 impl RawConfig {
