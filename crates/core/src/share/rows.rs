@@ -229,6 +229,23 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             ),
             &c.sampling.provenance,
         ),
+        // A reasoning figure and an answer-only one are not the same number.
+        match &c.reasoning {
+            Some(p) => row(
+                PinId::Reasoning,
+                "reasoning",
+                "reasoning",
+                crate::pins::reasoning_form(&p.value),
+                &p.provenance,
+            ),
+            None => row(
+                PinId::Reasoning,
+                "reasoning",
+                "reasoning",
+                "not pinned (a report made before the reasoning pin)".into(),
+                &Provenance::default(),
+            ),
+        },
     ]
 }
 

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram::{Hist, HistogramError};
 use crate::pins::{LoadStep, RunConfig, Span, WindowPlan};
-use crate::record::RequestRecord;
+use crate::record::{ReasoningShown, RequestRecord};
 
 /// Tokens at the start of each stream over which the burst speed is taken.
 pub const BURST_TOKENS: u64 = 32;
@@ -526,6 +526,28 @@ pub struct StepSummary {
     pub output_len: Attainment,
     /// Histograms behind the distributions.
     pub histograms: StepHistograms,
+    /// A reasoning model's step: how the reasoning was shown and counted, and the time
+    /// to the first answer token (absent when no measured request reasoned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<ReasoningFigures>,
+}
+
+/// The reasoning of a step's measured requests.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReasoningFigures {
+    /// Requests with a reasoning part, by how it was shown (`tokens`, `summary`, `hidden`).
+    pub shown: BTreeMap<String, u32>,
+    /// Reasoning tokens counted (by the server, or by the stream when every one was
+    /// streamed), over the requests that counted them.
+    pub tokens: u64,
+    /// Requests whose reasoning tokens are unknown (never guessed).
+    pub unknown: u32,
+    /// Counted reasoning tokens that were never timed (hidden or summarised): outside
+    /// every TPOT and ITL.
+    pub untimed_tokens: u64,
+    /// Time to the first answer token, µs.
+    pub ttfa_us: Option<Dist>,
 }
 
 /// The run's figures.
@@ -726,6 +748,7 @@ struct StepAcc {
     measured_span: Option<(u64, u64)>,
     judged: Vec<RequestMetrics>,
     open: OpenAcc,
+    reasoning: Option<(ReasoningFigures, Hist)>,
 }
 
 impl StepAcc {
@@ -754,6 +777,7 @@ impl StepAcc {
             measured_span: None,
             judged: Vec::new(),
             open: OpenAcc::default(),
+            reasoning: None,
         }
     }
 
@@ -797,6 +821,29 @@ impl StepAcc {
         rec_opt(&mut self.pre, m.prefill_milli);
         rec_opt(&mut self.burst, m.burst_milli);
         self.open.add_latency(r, &m);
+        if let Some(rr) = r.reasoning {
+            let (f, ttfa) = self
+                .reasoning
+                .get_or_insert_with(|| (ReasoningFigures::default(), Hist::new()));
+            let shown = match rr.shown {
+                ReasoningShown::Tokens => "tokens",
+                ReasoningShown::Summary => "summary",
+                ReasoningShown::Hidden => "hidden",
+            };
+            *f.shown.entry(shown.to_owned()).or_insert(0) += 1;
+            match rr.tokens {
+                Some(n) => {
+                    f.tokens = f.tokens.saturating_add(n);
+                    if rr.shown != ReasoningShown::Tokens {
+                        f.untimed_tokens = f.untimed_tokens.saturating_add(n);
+                    }
+                }
+                None => f.unknown += 1,
+            }
+            if let Some(t) = m.ttfa_us {
+                ttfa.record(t);
+            }
+        }
         self.judged.push(m);
         let mut cum = 0u64;
         // Positions only grow within a stream, so the bucket is found by moving forward.
@@ -864,6 +911,7 @@ impl StepAcc {
             measured_span,
             judged,
             open,
+            reasoning,
         } = self;
         for (k, n) in small_counts.iter().enumerate().filter(|(_, n)| **n > 0) {
             *per_chunk.entry(k as u32).or_insert(0u64) += n;
@@ -981,6 +1029,10 @@ impl StepAcc {
                 inter_chunk_us: gaps.encode()?,
                 itl_per_token_us: itl.encode()?,
             },
+            reasoning: reasoning.map(|(mut f, ttfa)| {
+                f.ttfa_us = Dist::of(&ttfa);
+                f
+            }),
         })
     }
 }
