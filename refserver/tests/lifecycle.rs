@@ -50,6 +50,7 @@ fn the_probe_fills_every_server_pin_with_its_source() {
             "model_params",
             "model_quant",
             "phases",
+            "reasoning",
             "scheduling"
         ]
     );

@@ -265,7 +265,8 @@ pub struct RequestRecord {
     pub chunks: Vec<TokenChunk>,
     /// How exact the per-chunk counts are.
     pub token_counts: TokenCounts,
-    /// Text deltas received (before any reconciliation).
+    /// Answer text deltas received, before any reconciliation (reasoning deltas are
+    /// counted in `reasoning.deltas`).
     pub deltas: u32,
     /// Server-reported usage.
     #[serde(default, skip_serializing_if = "Option::is_none")]

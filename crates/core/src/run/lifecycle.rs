@@ -223,6 +223,7 @@ pub const PROBED_FIELDS: &[&str] = &[
     "max_num_seqs",
     "phases",
     "scheduling",
+    "reasoning",
 ];
 
 /// The fields a probe could fill that `raw` leaves empty: a pins file that states all of
