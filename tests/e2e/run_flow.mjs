@@ -60,7 +60,7 @@ try {
     // `pinbench probe` reads the same endpoint through the core's lifecycle: every pin it
     // fills is in the tab's form with the same value and the same source.
     const cli = JSON.parse(execFileSync(cliBin, ["probe", "--json", `https://127.0.0.1:${ref.https}`, "--ca-cert", refCert], { encoding: "utf8" }));
-    check(cli.engine === "pinbench-ref" && cli.fills.length === 9, `pinbench probe: recognises the engine (${cli.engine}) and fills ${cli.fills.length} pins`);
+    check(cli.engine === "pinbench-ref" && cli.fills.length === 10, `pinbench probe: recognises the engine (${cli.engine}) and fills ${cli.fills.length} pins`);
     for (const f of cli.fills) {
       const value = await page.getByTestId(`pin-${f.field}`).inputValue();
       const title = await page.getByTestId(`source-${f.field}`).getAttribute("title");
