@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # What CI runs does not depend on the caller's environment: the variables that switch
 # assertions off, shorten the fidelity bench, change case counts or test threads are
 # cleared before anything runs.
-unset ASSERT FIDELITY_MEASURED_S FIDELITY_DUMP BASELINE_OUT PINBENCH_FUZZ_CASES PROPTEST_CASES PROPTEST_MAX_SHRINK_ITERS \
+unset ASSERT ASSERT_BROWSER_RATIOS FIDELITY_MEASURED_S FIDELITY_DUMP BASELINE_OUT PINBENCH_FUZZ_CASES PROPTEST_CASES PROPTEST_MAX_SHRINK_ITERS \
   PROPTEST_MAX_GLOBAL_REJECTS PROPTEST_MAX_LOCAL_REJECTS RUST_TEST_THREADS RUST_TEST_SHUFFLE
 T0=$(date +%s)
 TIMES=()
