@@ -452,7 +452,9 @@ fn parse_usage(v: &Value) -> Result<Usage, DialectError> {
     })
 }
 
-fn parse_error(v: &Value) -> StreamErrorObject {
+/// An error object of any dialect's stream: `message`, `type` (Gemini: `status`) and
+/// `code`; a string is the message; anything else, its JSON text.
+pub(crate) fn parse_error(v: &Value) -> StreamErrorObject {
     let text = |x: Option<&Value>| match x {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Null) | None => None,
@@ -461,7 +463,7 @@ fn parse_error(v: &Value) -> StreamErrorObject {
     match v {
         Value::Object(o) => StreamErrorObject {
             message: text(o.get("message")).unwrap_or_else(|| v.to_string()),
-            kind: text(o.get("type")),
+            kind: text(o.get("type")).or_else(|| text(o.get("status"))),
             code: text(o.get("code")),
         },
         Value::String(s) => StreamErrorObject {

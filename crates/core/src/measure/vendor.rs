@@ -131,7 +131,7 @@ impl StreamDecoder {
                 chunk.end = true;
             }
             "error" => {
-                return Ok(StreamEvent::Error(error_object(
+                return Ok(StreamEvent::Error(dialect::parse_error(
                     obj.get("error").unwrap_or(&Value::Object(obj.clone())),
                 )))
             }
@@ -257,28 +257,6 @@ fn opt_count(v: Option<&Value>, what: &str) -> Result<Option<u64>, DialectError>
     }
 }
 
-fn error_object(v: &Value) -> StreamErrorObject {
-    let text = |x: Option<&Value>| match x {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Null) | None => None,
-        Some(other) => Some(other.to_string()),
-    };
-    match v {
-        Value::Object(o) => StreamErrorObject {
-            message: text(o.get("message")).unwrap_or_else(|| v.to_string()),
-            kind: text(o.get("type")).or_else(|| text(o.get("status"))),
-            code: text(o.get("code")),
-        },
-        other => StreamErrorObject {
-            message: other
-                .as_str()
-                .map_or_else(|| other.to_string(), str::to_owned),
-            kind: None,
-            code: None,
-        },
-    }
-}
-
 /// OpenAI Responses usage: `input_tokens` (with `input_tokens_details.cached_tokens`),
 /// `output_tokens` (reasoning included, `output_tokens_details.reasoning_tokens`).
 fn responses_usage(u: &Map<String, Value>, chunk: &mut Chunk) -> Option<Usage> {
@@ -356,14 +334,14 @@ fn responses(event: &str, data: &str) -> Result<StreamEvent, DialectError> {
                     code: None,
                 }
             } else {
-                error_object(&err)
+                dialect::parse_error(&err)
             }));
         }
         // A flat error event: `{"type":"error","code":…,"message":…}`.
         "error" => {
             return Ok(StreamEvent::Error(match obj.get("error") {
-                Some(e @ Value::Object(_)) => error_object(e),
-                _ => error_object(&Value::Object(obj.clone())),
+                Some(e @ Value::Object(_)) => dialect::parse_error(e),
+                _ => dialect::parse_error(&Value::Object(obj.clone())),
             }))
         }
         // `keepalive`, `*.done`, content parts, and events added later.
@@ -380,7 +358,7 @@ fn gemini(data: &str) -> Result<StreamEvent, DialectError> {
         Err(e) => return Ok(e),
     };
     if let Some(err) = obj.get("error") {
-        return Ok(StreamEvent::Error(error_object(err)));
+        return Ok(StreamEvent::Error(dialect::parse_error(err)));
     }
     let mut chunk = Chunk::default();
     server_time(&obj, &mut chunk);
