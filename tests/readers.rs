@@ -234,7 +234,7 @@ fn varied_records(chunks: &Value) -> Value {
         ("response_id", json!("cmpl-1")),
         (
             "server_timings",
-            json!({"prompt_n": 16, "prompt_us": 900, "predicted_n": 4, "predicted_us": 20_000}),
+            json!({"prompt_n": 16, "prompt_us": 900, "predicted_n": 4, "predicted_us": 20_000, "cache_n": 8}),
         ),
         ("protocol", json!("h2")),
         (
@@ -251,13 +251,15 @@ fn varied_records(chunks: &Value) -> Value {
     let mut partial = base(8, json!({"kind": "ok"}), json!("exact_finish_token"));
     partial["anomalies"] = json!({"missing_done": true});
     partial["usage"] = json!({"prompt_tokens": 16, "completion_tokens": 4});
+    let mut throttled = base(
+        1,
+        json!({"kind": "http", "status": 429, "message": "slow down"}),
+        json!("unverified_no_usage"),
+    );
+    throttled["throttle"] = json!({"signal": "http_429", "retry_after_ms": 2000, "headers": {"retry-after": "2", "x-ratelimit-remaining-requests": "0"}});
     json!([
         full,
-        base(
-            1,
-            json!({"kind": "http", "status": 429, "message": "slow down"}),
-            json!("unverified_no_usage")
-        ),
+        throttled,
         base(
             2,
             json!({"kind": "network", "message": "reset"}),

@@ -1,7 +1,7 @@
 //! Faults on demand: per request via the `x-pinbench-fault` header, or for the whole
 //! server via `--fault` (optionally only every N-th request).
 //!
-//! A spec is a comma list of: `status=429|500|503`, `reset_after=N`, `stall_ms=M@N`,
+//! A spec is a comma list of: `status=429|500|503|529`, `reset_after=N`, `stall_ms=M@N`,
 //! `malformed@N`, `no_done`, `eos_at=N`, `error_event@N`, `slow_headers_ms=M`
 //! (N counts generated tokens).
 
@@ -30,7 +30,7 @@ pub struct Faults {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FaultError {
     /// Not understood.
-    #[error("unknown fault {0:?} (expected status=429|500|503, reset_after=N, stall_ms=M@N, malformed@N, no_done, eos_at=N, error_event@N, slow_headers_ms=M)")]
+    #[error("unknown fault {0:?} (expected status=429|500|503|529, reset_after=N, stall_ms=M@N, malformed@N, no_done, eos_at=N, error_event@N, slow_headers_ms=M)")]
     Unknown(String),
 }
 
@@ -52,7 +52,7 @@ impl Faults {
             match k {
                 "status" => {
                     let s: u16 = num(v, item)?;
-                    if ![429, 500, 503].contains(&s) {
+                    if ![429, 500, 503, 529].contains(&s) {
                         return Err(FaultError::Unknown(item.into()));
                     }
                     f.status = Some(s);

@@ -129,7 +129,9 @@ fn cors(state: &AppState, mut resp: Response<RespBody>) -> Response<RespBody> {
     }
     h.insert(
         "access-control-expose-headers",
-        hyper::header::HeaderValue::from_static("x-request-id"),
+        hyper::header::HeaderValue::from_static(
+            "x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests",
+        ),
     );
     h.insert("vary", hyper::header::HeaderValue::from_static("origin"));
     resp
@@ -676,16 +678,31 @@ async fn completion(
         let mut resp = error(
             &state,
             StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            if status == 429 {
-                "rate_limit_exceeded"
-            } else {
-                "server_error"
+            match status {
+                429 => "rate_limit_exceeded",
+                529 => "overloaded_error",
+                _ => "server_error",
             },
             &format!("injected fault: HTTP {status}"),
         );
-        if status == 429 || status == 503 {
-            resp.headers_mut()
-                .insert("retry-after", hyper::header::HeaderValue::from_static("1"));
+        if status == 429 || status == 503 || status == 529 {
+            let h = resp.headers_mut();
+            h.insert("retry-after", hyper::header::HeaderValue::from_static("1"));
+            if status == 429 {
+                // OpenAI's names for what a rate limit says about itself.
+                h.insert(
+                    "x-ratelimit-limit-requests",
+                    hyper::header::HeaderValue::from_static("60"),
+                );
+                h.insert(
+                    "x-ratelimit-remaining-requests",
+                    hyper::header::HeaderValue::from_static("0"),
+                );
+                h.insert(
+                    "x-ratelimit-reset-requests",
+                    hyper::header::HeaderValue::from_static("1s"),
+                );
+            }
         }
         truth.status = status;
         truth.finished_us = Some(state.now());

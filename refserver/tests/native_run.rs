@@ -187,3 +187,77 @@ fn prompt_lengths_are_exact_with_bos_and_chat_template() {
         }
     }
 }
+
+#[test]
+fn throttled_answers_reach_the_server_verdict() {
+    let _turn = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = Tmp::new("server-verdict");
+    // Every 4th request is refused with 429 (Retry-After and OpenAI's rate-limit headers).
+    let server = Server::start(&[
+        "--prefix-cache",
+        "on",
+        "--fault",
+        "status=429",
+        "--fault-every",
+        "4",
+    ]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let pins = Pins::reference()
+        .endpoint(&base)
+        .with(&[
+            ("prompt_exactness", "server_tokenizer"),
+            ("stall_timeout_s", "30"),
+            ("phases", "colocated"),
+            ("nonce_prefix", "off"),
+        ])
+        .lengths(64, 16)
+        .concurrency(2)
+        .windows("2", "12", "2")
+        .share_json()
+        .expect("pins");
+    let report = run(&tmp, &pins, &[]);
+    let truths: serde_json::Value =
+        serde_json::from_slice(&get(server.port, "/truth").body).expect("truth");
+    let truths = truths.as_array().expect("a list");
+    let refused = truths.iter().filter(|t| t["status"] == 429).count();
+    assert!(refused >= 3, "the server refused {refused}");
+    let throttled: Vec<_> = report
+        .body
+        .records
+        .iter()
+        .filter_map(|r| r.throttle.as_ref())
+        .collect();
+    assert_eq!(
+        throttled.len(),
+        refused,
+        "every refusal recorded as throttled"
+    );
+    for t in &throttled {
+        assert_eq!(
+            (t.signal.as_str(), t.retry_after_ms),
+            ("http_429", Some(1000))
+        );
+        assert_eq!(
+            t.headers
+                .get("x-ratelimit-remaining-requests")
+                .map(String::as_str),
+            Some("0")
+        );
+    }
+    let v = pinbench::core::server::verdict(&report.body.records, &report.body.config);
+    let t = v.throttling.clone().expect("throttling");
+    assert_eq!(t.throttled as usize, refused);
+    // The prompts differ (nonce off, but every prompt its own text): the server's whole-
+    // prompt cache never hits, and it reports no cached tokens.
+    assert!(
+        truths.iter().all(|t| t["cached_tokens"] == 0) && v.cache.is_none(),
+        "no cache counts: {:?}",
+        v.cache
+    );
+    let text = pinbench::core::view::report_text(&report, &report.body.figures().expect("figures"));
+    assert!(
+        text.contains("server verdict: the server shaped this run")
+            && text.contains(&format!("refused or cut {refused} of")),
+        "{text}"
+    );
+}

@@ -653,7 +653,16 @@ async fn drive(
                     t_us,
                     status,
                     content_type,
-                } => session.on_headers(id, t_us, status, content_type.as_deref()),
+                    pairs,
+                } => {
+                    session.on_headers(id, t_us, status, content_type.as_deref());
+                    if !pairs.is_empty() {
+                        session.on_header_pairs(
+                            id,
+                            pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+                        );
+                    }
+                }
                 NetEvent::Bytes { id, t_us, data } => session.on_bytes(id, t_us, &data),
                 NetEvent::End {
                     id,
@@ -1030,6 +1039,10 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     );
     for f in findings {
         eprintln!("  - {f}");
+    }
+    let server = crate::core::server::verdict(&report.body.records, &report.body.config);
+    for l in server.lines() {
+        eprintln!("  - {l}");
     }
     Ok(())
 }

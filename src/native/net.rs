@@ -94,6 +94,8 @@ pub enum NetEvent {
         status: u16,
         /// `content-type`.
         content_type: Option<String>,
+        /// Every header, when [`crate::core::record::wants_headers`] asked for them.
+        pairs: Vec<(String, String)>,
     },
     /// A body frame.
     Bytes {
@@ -406,11 +408,20 @@ impl Job {
             .get(hyper::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let pairs = if crate::core::record::wants_headers(status) {
+            resp.headers()
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let _ = self.tx.send(NetEvent::Headers {
             id,
             t_us: t,
             status,
             content_type,
+            pairs,
         });
         let mut body = resp.into_body();
         if !(200..300).contains(&status) {

@@ -218,3 +218,16 @@ pub(crate) async fn read_capped(body: web_sys::ReadableStream, cap: usize) -> St
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// Every header of a response the page may read (a cross-origin answer shows only the
+/// CORS-safelisted ones and those the server lists in `Access-Control-Expose-Headers`).
+pub fn header_pairs(headers: &web_sys::Headers) -> Vec<(String, String)> {
+    let Ok(Some(iter)) = js_sys::try_iter(headers) else {
+        return Vec::new();
+    };
+    iter.filter_map(|entry| {
+        let pair = js_sys::Array::from(&entry.ok()?);
+        Some((pair.get(0).as_string()?, pair.get(1).as_string()?))
+    })
+    .collect()
+}

@@ -209,6 +209,12 @@ async fn read_stream(st: &Weak<RefCell<State>>, id: u32, response: js_sys::Promi
     let status = resp.status();
     let ctype = resp.headers().get("content-type").ok().flatten();
     with_session(st, |s| s.on_headers(id, t, status, ctype.as_deref()));
+    if crate::core::record::wants_headers(status) {
+        let pairs = fetch::header_pairs(&resp.headers());
+        with_session(st, |s| {
+            s.on_header_pairs(id, pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        });
+    }
     if !(200..300).contains(&status) {
         let text = match resp.body() {
             Some(b) => fetch::read_capped(b, MAX_ERROR_BODY).await,

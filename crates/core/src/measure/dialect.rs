@@ -319,6 +319,9 @@ pub struct ServerTimings {
     pub predicted_n: u64,
     /// Decode time (`predicted_ms`), µs.
     pub predicted_us: u64,
+    /// Prompt tokens served from the slot's cache (`cache_n`), when the server says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_n: Option<u64>,
 }
 
 /// An error object sent inside the stream.
@@ -485,6 +488,7 @@ fn parse_timings(t: &Map<String, Value>) -> Result<ServerTimings, DialectError> 
         prompt_us: ms_to_us(t.get("prompt_ms"), "timings.prompt_ms")?,
         predicted_n: opt_u64(t.get("predicted_n"), "timings.predicted_n")?.unwrap_or(0),
         predicted_us: ms_to_us(t.get("predicted_ms"), "timings.predicted_ms")?,
+        cache_n: opt_u64(t.get("cache_n"), "timings.cache_n")?,
     })
 }
 
@@ -731,7 +735,7 @@ mod tests {
         );
         let l = chunk(
             Dialect::Completions,
-            r#"{"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"created":1,"model":"g","object":"text_completion","usage":{"completion_tokens":64,"prompt_tokens":9,"total_tokens":73},"timings":{"prompt_n":9,"prompt_ms":12.5,"prompt_per_token_ms":1.3,"prompt_per_second":720.0,"predicted_n":64,"predicted_ms":700.25,"predicted_per_token_ms":10.9,"predicted_per_second":91.4}}"#,
+            r#"{"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"created":1,"model":"g","object":"text_completion","usage":{"completion_tokens":64,"prompt_tokens":9,"total_tokens":73},"timings":{"cache_n":4,"prompt_n":9,"prompt_ms":12.5,"prompt_per_token_ms":1.3,"prompt_per_second":720.0,"predicted_n":64,"predicted_ms":700.25,"predicted_per_token_ms":10.9,"predicted_per_second":91.4}}"#,
         );
         assert_eq!(l.finish_reason.as_deref(), Some("length"));
         assert_eq!(
@@ -740,7 +744,8 @@ mod tests {
                 prompt_n: 9,
                 prompt_us: 12_500,
                 predicted_n: 64,
-                predicted_us: 700_250
+                predicted_us: 700_250,
+                cache_n: Some(4),
             })
         );
         let t = chunk(

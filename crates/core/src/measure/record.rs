@@ -27,6 +27,8 @@
 //!     keeps one token, since a chunk that carried text is never a zero-token chunk; the
 //!     total stays the server's ([`TokenCounts::DeltasExceedUsage`]).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::dialect::{self, Dialect, ServerTimings, StreamEvent, Usage};
@@ -294,6 +296,60 @@ pub struct RequestRecord {
     /// Reasoning, when the model reasoned (absent: no sign of reasoning).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningRecord>,
+    /// The server refused or cut this request for its rate or load limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<Throttle>,
+}
+
+/// A throttled answer: the server refused or cut a request for its rate or load limits
+/// (HTTP 429, 529 or 503, or an overloaded / rate-limit error event in the stream), with
+/// what it said about when to come back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Throttle {
+    /// What said so: `http_429`, `http_529`, `http_503`, or the stream error's type
+    /// (`overloaded_error`, `rate_limit_error`, `RESOURCE_EXHAUSTED`, …).
+    pub signal: String,
+    /// `Retry-After` (seconds or an HTTP date is not read; `retry-after-ms` too), ms, when
+    /// the host could read it (a browser reads only the headers a server exposes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    /// The rate-limit headers the host could read (`x-ratelimit-*`,
+    /// `anthropic-ratelimit-*`, `ratelimit*`, `retry-after*`), values cut to 128 bytes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// Stream error types that mean the server's limits, not the request, ended it.
+const THROTTLE_ERRORS: &[&str] = &[
+    "overloaded_error",
+    "rate_limit_error",
+    "rate_limit_exceeded",
+    "RESOURCE_EXHAUSTED",
+    "UNAVAILABLE",
+    "insufficient_quota",
+];
+
+/// HTTP statuses that mean the server's rate or load limits.
+pub const THROTTLE_STATUSES: &[u16] = &[429, 503, 529];
+
+/// Whether a response header is one a throttled answer keeps: `retry-after`,
+/// `retry-after-ms`, `x-ratelimit-*`, `anthropic-ratelimit-*`, `ratelimit`, `ratelimit-*`.
+pub fn is_limit_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n == "retry-after"
+        || n == "retry-after-ms"
+        || n.starts_with("x-ratelimit-")
+        || n.starts_with("anthropic-ratelimit-")
+        || n == "ratelimit"
+        || n.starts_with("ratelimit-")
+}
+
+/// Whether a host should hand a response's headers to the timeline
+/// ([`RequestTimeline::on_header_pairs`]): only for answers that may be throttled (the
+/// run's normal answers cost no header walk).
+pub fn wants_headers(status: u16) -> bool {
+    THROTTLE_STATUSES.contains(&status)
 }
 
 impl RequestRecord {
@@ -301,6 +357,14 @@ impl RequestRecord {
     pub fn output_tokens(&self) -> u64 {
         self.usage
             .map_or_else(|| self.chunk_tokens(), |u| u.completion_tokens)
+    }
+
+    /// Prompt tokens the server says it served from its prefix cache (usage
+    /// `cached_tokens` and the vendors' equivalents, or llama.cpp's `timings.cache_n`).
+    pub fn cached_tokens(&self) -> Option<u64> {
+        self.usage
+            .and_then(|u| u.cached_tokens)
+            .or_else(|| self.server_timings.and_then(|t| t.cache_n))
     }
 
     /// Sum of the token chunks' counts.
@@ -521,6 +585,10 @@ pub struct RequestTimeline {
     first_token_us: Option<u64>,
     done: bool,
     stream_error: Option<String>,
+    /// The first stream error's type (`overloaded_error`, …).
+    stream_error_kind: Option<String>,
+    /// Rate-limit headers of a throttled answer ([`is_limit_header`]).
+    limit_headers: BTreeMap<String, String>,
     /// Secrets the host knows (API key, header values): never kept in a message.
     secrets: Vec<String>,
     /// Timed bytes not decoded yet, and their size (see [`RequestTimeline::on_bytes`]).
@@ -565,6 +633,7 @@ impl RequestTimeline {
                 outcome: Outcome::Ok {},
                 anomalies: Anomalies::default(),
                 reasoning: None,
+                throttle: None,
             },
             dialect,
             decoder: StreamDecoder::new(dialect),
@@ -578,9 +647,30 @@ impl RequestTimeline {
             first_token_us: None,
             done: false,
             stream_error: None,
+            stream_error_kind: None,
+            limit_headers: BTreeMap::new(),
             secrets: Vec::new(),
             held: Vec::new(),
             held_bytes: 0,
+        }
+    }
+
+    /// The response's headers, when [`wants_headers`] said so: the rate-limit ones are
+    /// kept (at most 24, values cut to 128 bytes) for the record's [`Throttle`].
+    pub fn on_header_pairs<'a>(&mut self, pairs: impl IntoIterator<Item = (&'a str, &'a str)>) {
+        for (name, value) in pairs {
+            if self.limit_headers.len() >= 24 || !is_limit_header(name) {
+                continue;
+            }
+            let mut v = value.trim().to_owned();
+            if v.len() > 128 {
+                let mut cut = 128;
+                while !v.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                v.truncate(cut);
+            }
+            self.limit_headers.insert(name.to_ascii_lowercase(), v);
         }
     }
 
@@ -667,6 +757,9 @@ impl RequestTimeline {
         match self.decoder.event(event, data) {
             Ok(StreamEvent::Done) => self.done = true,
             Ok(StreamEvent::Error(e)) => {
+                if self.stream_error.is_none() {
+                    self.stream_error_kind = e.kind.or(e.code);
+                }
                 self.stream_error.get_or_insert(e.message);
             }
             Ok(StreamEvent::Chunk(c)) => {
@@ -771,8 +864,43 @@ impl RequestTimeline {
             | Outcome::StreamError { message } => *message = redact(message, &self.secrets),
             _ => {}
         }
+        self.rec.throttle = self.throttle();
         self.account_tokens();
         self.rec
+    }
+
+    /// The record's [`Throttle`], when its status or stream error says the server's limits
+    /// ended it.
+    fn throttle(&mut self) -> Option<Throttle> {
+        let signal = match (&self.rec.outcome, &self.stream_error_kind) {
+            (Outcome::Http { status, .. }, _) if THROTTLE_STATUSES.contains(status) => {
+                format!("http_{status}")
+            }
+            (Outcome::StreamError { .. }, Some(k)) if THROTTLE_ERRORS.contains(&k.as_str()) => {
+                k.clone()
+            }
+            _ => return None,
+        };
+        let mut headers = std::mem::take(&mut self.limit_headers);
+        for v in headers.values_mut() {
+            *v = redact(v, &self.secrets);
+        }
+        let retry_after_ms = headers
+            .get("retry-after-ms")
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .or_else(|| {
+                headers
+                    .get("retry-after")
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .map(|s| s * 1000.0)
+            })
+            .filter(|ms| ms.is_finite() && *ms >= 0.0 && *ms < 1e12)
+            .map(|ms| ms.round() as u64);
+        Some(Throttle {
+            signal,
+            retry_after_ms,
+            headers,
+        })
     }
 
     /// Decides the token chunks and the reasoning part (docs/DEFINITIONS.md, reasoning):

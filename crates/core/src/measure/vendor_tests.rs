@@ -121,6 +121,74 @@ fn anthropic_error_mid_stream_is_a_stream_error() {
             message: "Overloaded".into()
         }
     );
+    // Overloaded is the server's limit, not the request's fault: a throttled answer.
+    assert_eq!(
+        r.throttle.map(|t| t.signal),
+        Some("overloaded_error".into())
+    );
+}
+
+#[test]
+fn a_429_keeps_retry_after_and_the_rate_limit_headers_only() {
+    let mut tl = RequestTimeline::new(0, 0, Dialect::Responses, 10, 64, 1_000);
+    tl.set_secrets(vec!["sk-secret".into()]);
+    tl.on_headers(2_000, 429, Some("application/json"));
+    assert!(crate::record::wants_headers(429) && !crate::record::wants_headers(200));
+    tl.on_header_pairs([
+        ("Retry-After", "20"),
+        ("x-ratelimit-remaining-requests", "0"),
+        ("x-ratelimit-reset-tokens", "6m0s"),
+        ("anthropic-ratelimit-tokens-remaining", "sk-secret"),
+        ("set-cookie", "a=b"),
+        ("content-type", "application/json"),
+    ]);
+    let r = tl.finish(
+        3_000,
+        StreamEnd::Failed(Outcome::Http {
+            status: 429,
+            message: "Rate limit reached".into(),
+        }),
+    );
+    let t = r.throttle.expect("throttled");
+    assert_eq!(
+        (t.signal.as_str(), t.retry_after_ms),
+        ("http_429", Some(20_000))
+    );
+    assert_eq!(
+        t.headers.keys().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "anthropic-ratelimit-tokens-remaining",
+            "retry-after",
+            "x-ratelimit-remaining-requests",
+            "x-ratelimit-reset-tokens"
+        ]
+    );
+    assert!(
+        !t.headers.values().any(|v| v.contains("sk-secret")),
+        "secrets redacted"
+    );
+    // retry-after-ms wins over retry-after; a 500 is no throttle.
+    let mut tl = RequestTimeline::new(0, 0, Dialect::Chat, 10, 64, 1_000);
+    tl.on_header_pairs([("retry-after", "2"), ("retry-after-ms", "1500.4")]);
+    let r = tl.finish(
+        2_000,
+        StreamEnd::Failed(Outcome::Http {
+            status: 529,
+            message: String::new(),
+        }),
+    );
+    assert_eq!(
+        r.throttle.map(|t| (t.signal, t.retry_after_ms)),
+        Some(("http_529".into(), Some(1500)))
+    );
+    let r = RequestTimeline::new(0, 0, Dialect::Chat, 10, 64, 1_000).finish(
+        2_000,
+        StreamEnd::Failed(Outcome::Http {
+            status: 500,
+            message: String::new(),
+        }),
+    );
+    assert_eq!(r.throttle, None);
 }
 
 fn responses_event(kind: &str, rest: &str) -> String {
@@ -280,6 +348,7 @@ fn gemini_thought_parts_and_errors() {
             message: "The model is overloaded.".into()
         }
     );
+    assert_eq!(r.throttle.map(|t| t.signal), Some("UNAVAILABLE".into()));
 }
 
 #[test]

@@ -202,9 +202,27 @@ pub fn report_body(r: &Report, figures: Result<&Summary, &str>) -> String {
     for f in &b.client.findings {
         let _ = write!(s, "<li>{}</li>", escape(f));
     }
+    s.push_str("</ul>");
+    let server = crate::server::verdict(&b.records, &b.config);
+    let lines = server.lines();
+    if !lines.is_empty() {
+        let (class, said) = if server.flags() {
+            ("verdict verdict--bad", "the server shaped this run")
+        } else {
+            ("verdict verdict--ok", "what the server reported")
+        };
+        let _ = write!(
+            s,
+            r#"<p class="{class}" data-testid="server-verdict">Server verdict: {said}</p><ul data-testid="server-findings">"#
+        );
+        for l in &lines {
+            let _ = write!(s, "<li>{}</li>", escape(l));
+        }
+        s.push_str("</ul>");
+    }
     let _ = write!(
         s,
-        r#"</ul><p class="results__pins" data-testid="report-pins-line">{}</p>"#,
+        r#"<p class="results__pins" data-testid="report-pins-line">{}</p>"#,
         escape(&pins_line(&b.config))
     );
     match figures {

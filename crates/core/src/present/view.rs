@@ -557,6 +557,22 @@ pub fn report_text(report: &Report, figures: &Summary) -> String {
     for f in &b.client.findings {
         let _ = writeln!(out, "  - {f}");
     }
+    let server = crate::server::verdict(&b.records, c);
+    let lines = server.lines();
+    if !lines.is_empty() {
+        let _ = writeln!(
+            out,
+            "server verdict: {}",
+            if server.flags() {
+                "the server shaped this run"
+            } else {
+                "nothing shaped"
+            }
+        );
+        for l in lines {
+            let _ = writeln!(out, "  - {l}");
+        }
+    }
     out
 }
 

@@ -455,6 +455,19 @@ impl RunSession {
         }
     }
 
+    /// The headers of request `id`'s answer, which a host hands over only when
+    /// [`crate::record::wants_headers`] says so for its status (the rate-limit ones are
+    /// kept with a throttled answer).
+    pub fn on_header_pairs<'a>(
+        &mut self,
+        id: u32,
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) {
+        if let Some(f) = self.in_flight.get_mut(id) {
+            f.timeline.on_header_pairs(pairs);
+        }
+    }
+
     /// Body bytes of request `id` arrived at `t_us`.
     pub fn on_bytes(&mut self, id: u32, t_us: u64, bytes: &[u8]) {
         if let Some(f) = self.in_flight.get_mut(id) {

@@ -408,6 +408,7 @@ fn build_records(mut raws: Vec<RawRequest>) -> Vec<RequestRecord> {
                 outcome,
                 anomalies: Anomalies::default(),
                 reasoning: None,
+                throttle: None,
             }
         })
         .collect()

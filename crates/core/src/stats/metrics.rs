@@ -1334,6 +1334,7 @@ mod tests {
             outcome: Outcome::Ok {},
             anomalies: Anomalies::default(),
             reasoning: None,
+            throttle: None,
         }
     }
 

@@ -3,3 +3,4 @@
 
 pub mod histogram;
 pub mod metrics;
+pub mod server;
