@@ -229,9 +229,10 @@ fn cors_preflight_and_headers() {
         r.header("timing-allow-origin"),
         Some("http://127.0.0.1:8080")
     );
+    // What a throttled answer says about its limits is readable from a page.
     assert_eq!(
         r.header("access-control-expose-headers"),
-        Some("x-request-id")
+        Some("x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests")
     );
 }
 

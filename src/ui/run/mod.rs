@@ -103,10 +103,15 @@ pub fn RunPage() -> impl IntoView {
                     probes.set(p.snapshots);
                     let changed = form
                         .try_update(|f| lifecycle::apply_fills(f, &p.fills, FillPolicy::Replace));
-                    probe_msg.set(format!(
-                        "Probed: {}",
-                        changed.unwrap_or_default().join(", ")
-                    ));
+                    let changed = changed.unwrap_or_default().join(", ");
+                    probe_msg.set(match p.vendor {
+                        Some(v) => format!(
+                            "Probed: {} (pinbench's vendor table; no request sent): {changed}. {}",
+                            v.name,
+                            v.cors_text()
+                        ),
+                        None => format!("Probed: {changed}"),
+                    });
                 }
                 Err(e) => {
                     // An https endpoint that cannot be read may be a self-signed certificate

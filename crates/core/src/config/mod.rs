@@ -3,3 +3,4 @@
 pub mod claim;
 pub mod pins;
 pub mod probe;
+pub mod vendors;

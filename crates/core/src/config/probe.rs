@@ -10,6 +10,7 @@
 use serde_json::Value;
 
 use super::pins::{param_count_text, parse_param_count, Provenance};
+use super::vendors::Vendor;
 
 /// An inference engine recognised from what its endpoint says about itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -388,6 +389,56 @@ pub fn read_answer(kind: FollowUpKind, url: &str, status: u16, body: &str, fills
         }
         FollowUpKind::VllmMetrics => {}
     }
+}
+
+fn provenance(v: &Vendor, why: &str) -> Provenance {
+    Provenance::Vendor {
+        vendor: v.name.to_owned(),
+        why: why.to_owned(),
+    }
+}
+
+/// What pinbench knows of this vendor as form fills, each with the table as its
+/// source: the API it speaks, the server pins it never discloses (with why), and no
+/// output-length enforcement where it has none.
+pub fn vendor_fills(v: &Vendor) -> Vec<Fill> {
+    let mut out = Vec::new();
+    if let Some(d) = v.dialects.first() {
+        out.push(Fill {
+            field: "dialect",
+            text: d.name().to_owned(),
+            provenance: provenance(
+                v,
+                &format!(
+                    "{} speaks {}",
+                    v.host,
+                    v.dialects
+                        .iter()
+                        .map(|d| d.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+        });
+    }
+    for (field, why) in v.undisclosed {
+        out.push(Fill {
+            field,
+            text: "undisclosed".into(),
+            provenance: provenance(v, why),
+        });
+    }
+    if !v.holds_length {
+        out.push(Fill {
+            field: "output_enforcement",
+            text: "none".into(),
+            provenance: provenance(v, &format!(
+                "{} takes neither ignore_eos nor min_tokens: the output length is measured and flagged",
+                v.name
+            )),
+        });
+    }
+    out
 }
 
 #[cfg(test)]

@@ -52,6 +52,17 @@ impl Dialect {
         }
     }
 
+    /// Its name for people (`Anthropic Messages`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Dialect::Completions => "OpenAI completions",
+            Dialect::Chat => "OpenAI chat completions",
+            Dialect::Responses => "OpenAI Responses",
+            Dialect::Messages => "Anthropic Messages",
+            Dialect::Gemini => "Gemini",
+        }
+    }
+
     /// The dialect of a stable name.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|d| d.name() == name)

@@ -203,6 +203,17 @@ pub fn report_body(r: &Report, figures: Result<&Summary, &str>) -> String {
         let _ = write!(s, "<li>{}</li>", escape(f));
     }
     s.push_str("</ul>");
+    let blocked = crate::lifecycle::blocked_requests(&b.records, b.client.env.host);
+    if blocked > 0 {
+        let _ = write!(
+            s,
+            r#"<p class="run__error" data-testid="blocked" role="alert">{blocked} of {} requests got no answer the page could read. {}</p>"#,
+            b.records.len(),
+            escape(&crate::lifecycle::blocked_text(
+                &crate::lifecycle::native_form(&b.config)
+            ))
+        );
+    }
     let server = crate::server::verdict(&b.records, &b.config);
     let lines = server.lines();
     if !lines.is_empty() {

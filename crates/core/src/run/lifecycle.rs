@@ -113,6 +113,9 @@ pub struct Probed {
     pub engine: Option<Engine>,
     /// Every value found, as a form field's text with its source.
     pub fills: Vec<Fill>,
+    /// The hosted API the URL names, whose fills come from the vendor table (no request
+    /// was sent).
+    pub vendor: Option<&'static crate::vendors::Vendor>,
     /// One per URL read: its status and the fields that became pins (never whole bodies,
     /// which may hold local paths and other details of the server's machine).
     pub snapshots: Vec<ProbeSnapshot>,
@@ -125,6 +128,16 @@ pub async fn probe<H: Host>(host: &H, endpoint_url: &str) -> Result<Probed, Life
         .ok_or_else(|| LifecycleError::BadUrl(endpoint_url.to_owned()))?;
     if host.page_is_https() && base.starts_with("http://") {
         return Err(LifecycleError::MixedContent);
+    }
+    // A hosted API says nothing of how it serves (and reads need its key): what is known
+    // of it comes from the vendor table, with no request.
+    if let Some(v) = crate::vendors::by_url(&base) {
+        return Ok(Probed {
+            engine: None,
+            fills: probe::vendor_fills(v),
+            vendor: Some(v),
+            snapshots: Vec::new(),
+        });
     }
     let models_url = format!("{base}/v1/models");
     let (status, text) = host
@@ -170,6 +183,7 @@ pub async fn probe<H: Host>(host: &H, endpoint_url: &str) -> Result<Probed, Life
     Ok(Probed {
         engine: read.engine,
         fills,
+        vendor: None,
         snapshots,
     })
 }
@@ -668,6 +682,74 @@ pub fn check_report(text: &str, trust: &[String]) -> (CheckOutcome, Vec<String>)
         }
     }
     (outcome, lines)
+}
+
+/// The pins of a run as a form `pinbench run` takes: the workload as pinned, the
+/// endpoint, its API and the model; the server pins are left to the native run's probe
+/// (a vendor's come from the vendor table).
+pub fn native_form(cfg: &pins::RunConfig) -> RawConfig {
+    let mut raw = pins::workload_form(cfg);
+    for (name, text) in [
+        ("endpoint_url", cfg.endpoint.base_url.as_str()),
+        ("dialect", cfg.endpoint.dialect.name()),
+        ("model_id", cfg.model.id.value.as_str()),
+    ] {
+        if let Some(f) = raw.field_mut(name) {
+            *f = RawField::declared(text.to_owned());
+        }
+    }
+    raw
+}
+
+/// Requests a browser never got an answer to (a network failure before any header: CORS,
+/// or the server down), of the records a browser host measured; 0 for the native host.
+pub fn blocked_requests(records: &[RequestRecord], host: Option<RunHost>) -> usize {
+    if host == Some(RunHost::Native) {
+        return 0;
+    }
+    records
+        .iter()
+        .filter(|r| {
+            r.t_headers_us.is_none() && matches!(r.outcome, crate::record::Outcome::Network { .. })
+        })
+        .count()
+}
+
+/// `text` as one shell word (POSIX single quotes).
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The `pinbench run` command line that runs the pins of `raw` natively (no CORS: the
+/// native host is not a browser), reading the key from the vendor's usual environment
+/// variable. The pins travel inline (bash process substitution), so the line is complete.
+pub fn native_command(raw: &RawConfig) -> String {
+    let url = raw
+        .field("endpoint_url")
+        .map(|f| f.text.trim())
+        .unwrap_or("");
+    let env = crate::vendors::by_url(url).map_or("PINBENCH_API_KEY", |v| v.key_env);
+    format!(
+        "pinbench run --pins <(printf '%s' {}) --api-key-env {env} --out pinbench-report.json",
+        shell_quote(&raw.to_share_json())
+    )
+}
+
+/// What to tell a user whose browser blocked requests to the endpoint of `raw`: what
+/// that vendor allows (when it is a known one), and the native command line.
+pub fn blocked_text(raw: &RawConfig) -> String {
+    let url = raw
+        .field("endpoint_url")
+        .map(|f| f.text.trim())
+        .unwrap_or("");
+    let why = match crate::vendors::by_url(url) {
+        Some(v) => v.cors_text(),
+        None => "The server must allow this page's origin (CORS): vLLM --allowed-origins, TGI --cors-allow-origin, Ollama OLLAMA_ORIGINS; llama.cpp and SGLang allow any origin.".into(),
+    };
+    format!(
+        "The browser blocked requests to {url}. {why} The same pins run natively, where CORS does not apply: {}",
+        native_command(raw)
+    )
 }
 
 #[cfg(test)]

@@ -319,3 +319,158 @@ fn only_fields_a_probe_can_fill_make_a_run_probe() {
         assert!(RawConfig::default().field(f).is_some(), "{f}");
     }
 }
+
+mod vendors {
+    use super::super::*;
+    use crate::http::{ApiKey, HttpRequest};
+    use crate::pins::{RawField, RunConfig};
+    use crate::vendors::VENDORS;
+
+    /// The exact request (method, URL, headers, body) each vendor origin gets.
+    #[test]
+    fn the_exact_request_for_each_vendor_origin() {
+        type Headers = &'static [(&'static str, &'static str)];
+        let expect: &[(&str, &str, Headers)] = &[
+            ("OpenAI", "https://api.openai.com/v1/responses", &[("authorization", "Bearer k-1")]),
+            (
+                "Anthropic",
+                "https://api.anthropic.com/v1/messages",
+                &[
+                    ("anthropic-version", "2023-06-01"),
+                    ("anthropic-dangerous-direct-browser-access", "true"),
+                    ("x-api-key", "k-1"),
+                ],
+            ),
+            (
+                "Google Gemini",
+                "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+                &[("x-goog-api-key", "k-1")],
+            ),
+            ("Together AI", "https://api.together.xyz/v1/chat/completions", &[("authorization", "Bearer k-1")]),
+            ("Fireworks AI", "https://api.fireworks.ai/inference/v1/chat/completions", &[("authorization", "Bearer k-1")]),
+            ("Groq", "https://api.groq.com/openai/v1/chat/completions", &[("authorization", "Bearer k-1")]),
+            ("OpenRouter", "https://openrouter.ai/api/v1/chat/completions", &[("authorization", "Bearer k-1")]),
+            ("DeepSeek", "https://api.deepseek.com/v1/chat/completions", &[("authorization", "Bearer k-1")]),
+            ("Mistral AI", "https://api.mistral.ai/v1/chat/completions", &[("authorization", "Bearer k-1")]),
+        ];
+        assert_eq!(expect.len(), VENDORS.len());
+        for (name, url, auth) in expect {
+            let v = VENDORS
+                .iter()
+                .find(|v| v.name == *name)
+                .expect("in the table");
+            let mut raw = crate::pins::Pins::reference()
+                .endpoint(&v.base_url())
+                .set("model_id", "gemini-2.5-flash")
+                .raw()
+                .expect("raw");
+            crate::lifecycle::apply_fills(
+                &mut raw,
+                &crate::probe::vendor_fills(v),
+                crate::lifecycle::FillPolicy::Replace,
+            );
+            let cfg = RunConfig::try_from(&raw).expect("the vendor's fills pin");
+            let dialect = cfg.endpoint.dialect;
+            let target = format!(
+                "{}{}",
+                cfg.endpoint.base_url,
+                dialect.path("gemini-2.5-flash")
+            );
+            assert_eq!(target, *url, "{name}");
+            let key = ApiKey::for_endpoint("k-1", &v.base_url()).expect("key");
+            let req = HttpRequest::stream(dialect, target, "{}".into(), Some(&key));
+            let mut want = vec![
+                ("content-type".to_owned(), "application/json".to_owned()),
+                ("accept".to_owned(), "text/event-stream".to_owned()),
+            ];
+            want.extend(auth.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            assert_eq!((req.method, &req.headers), ("POST", &want), "{name}");
+            // The vendor's undisclosed pins say so, with why.
+            for (field, why) in v.undisclosed {
+                let f = raw.field(field).expect("field");
+                assert_eq!(f.text, "undisclosed");
+                assert_eq!(
+                    f.source,
+                    Provenance::Vendor {
+                        vendor: v.name.into(),
+                        why: why.to_string()
+                    }
+                );
+            }
+            assert_eq!(
+                raw.field("output_enforcement").map(|f| f.text.as_str()),
+                Some("none")
+            );
+        }
+    }
+
+    #[test]
+    fn a_blocked_request_names_what_the_vendor_allows_and_the_native_command() {
+        let mut raw = crate::pins::Pins::reference()
+            .endpoint("https://api.anthropic.com")
+            .set("dialect", "messages")
+            .set("model_id", "claude-x")
+            .raw()
+            .expect("raw");
+        // A quote in a pin is kept intact by the shell quoting.
+        if let Some(f) = raw.field_mut("sampling_extra") {
+            *f = RawField::declared(r#"{"stop":["it's"]}"#.to_owned());
+        }
+        let text = blocked_text(&raw);
+        assert!(text.starts_with("The browser blocked requests to https://api.anthropic.com. Anthropic answers browsers only with the header anthropic-dangerous-direct-browser-access: true"), "{text}");
+        let cmd = native_command(&raw);
+        assert!(text.ends_with(&cmd));
+        assert!(
+            cmd.starts_with("pinbench run --pins <(printf '%s' '{"),
+            "{cmd}"
+        );
+        assert!(
+            cmd.ends_with("}') --api-key-env ANTHROPIC_API_KEY --out pinbench-report.json"),
+            "{cmd}"
+        );
+        assert!(cmd.contains(r#"[\"it'\''s\"]"#), "{cmd}");
+        // The inline pins are the form's share JSON: read back, they are the same pins.
+        let inner = cmd
+            .split_once("printf '%s' ")
+            .map(|(_, r)| {
+                r.rsplit_once(") --api-key-env")
+                    .map(|(p, _)| p)
+                    .unwrap_or("")
+            })
+            .unwrap_or("");
+        let unquoted = inner
+            .trim_start_matches('\'')
+            .trim_end_matches('\'')
+            .replace(r"'\''", "'");
+        assert_eq!(unquoted, raw.to_share_json());
+        // An unknown origin gets the servers' flags and a generic key variable.
+        let raw = crate::pins::Pins::reference().raw().expect("raw");
+        let text = blocked_text(&raw);
+        assert!(
+            text.contains("vLLM --allowed-origins")
+                && text.contains("--api-key-env PINBENCH_API_KEY"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_native_form_runs_the_same_pins() {
+        let raw = crate::pins::Pins::reference()
+            .set("reasoning", "hidden effort=high")
+            .raw()
+            .expect("raw");
+        let cfg = RunConfig::try_from(&raw).expect("pinned");
+        let mut native = native_form(&cfg);
+        // What the native run's probe fills: the server pins.
+        for name in PROBED_FIELDS
+            .iter()
+            .filter(|n| **n != "model_id" && **n != "reasoning")
+        {
+            if let (Some(f), Some(from)) = (native.field_mut(name), raw.field(name)) {
+                *f = from.clone();
+            }
+        }
+        let again = RawConfig::from_share_json(&native.to_share_json()).expect("share json");
+        assert_eq!(RunConfig::try_from(&again).expect("pinned"), cfg);
+    }
+}

@@ -54,6 +54,7 @@ pub fn provenance_label(p: &Provenance) -> String {
         Provenance::Declared {} => "declared".into(),
         Provenance::Probed { url, field } => format!("probed: {url} ({field})"),
         Provenance::Measured { what } => format!("measured: {what}"),
+        Provenance::Vendor { vendor, why } => format!("vendor table: {vendor}: {why}"),
     }
 }
 

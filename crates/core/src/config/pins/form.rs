@@ -376,7 +376,12 @@ pub fn section_status(raw: &RawConfig, section: &Section, problems: &[&str]) -> 
     if fields().any(|(_, f)| f.text.trim().eq_ignore_ascii_case("undisclosed")) {
         return PinStatus::Undisclosed;
     }
-    if fields().any(|(_, f)| matches!(f.source, Provenance::Probed { .. })) {
+    if fields().any(|(_, f)| {
+        matches!(
+            f.source,
+            Provenance::Probed { .. } | Provenance::Vendor { .. }
+        )
+    }) {
         return PinStatus::Probed;
     }
     PinStatus::Pinned
@@ -388,6 +393,10 @@ pub fn provenance_tag(p: &Provenance) -> (&'static str, String) {
         Provenance::Declared {} => ("declared", "typed, chosen, or from a preset or link".into()),
         Provenance::Probed { url, field } => ("probed", format!("read from {url} ({field})")),
         Provenance::Measured { what } => ("measured", format!("measured: {what}")),
+        Provenance::Vendor { vendor, why } => (
+            "vendor",
+            format!("{vendor} (pinbench's vendor table): {why}"),
+        ),
     }
 }
 

@@ -42,6 +42,14 @@ pub enum Provenance {
         /// What was observed.
         what: String,
     },
+    /// From pinbench's table of hosted APIs (`core::vendors`): what that vendor speaks
+    /// and what it never discloses.
+    Vendor {
+        /// The vendor.
+        vendor: String,
+        /// Why the value is what it is.
+        why: String,
+    },
 }
 
 impl Default for Provenance {
@@ -740,6 +748,39 @@ mod tests {
                 "{name}={text}"
             );
         }
+    }
+
+    #[test]
+    fn a_vendor_api_cannot_be_pinned_to_hold_the_output_length() {
+        let run = |url: &str, dialect: &str, enforcement: &str| {
+            let mut raw = full_raw();
+            raw.endpoint_url.text = url.into();
+            raw.dialect.text = dialect.into();
+            raw.output_enforcement.text = enforcement.into();
+            RunConfig::try_from(&raw)
+        };
+        for (url, dialect, who) in [
+            ("https://h.example", "messages", "Anthropic Messages"),
+            ("https://h.example", "gemini", "Gemini"),
+            ("https://h.example", "responses", "OpenAI Responses"),
+            ("https://api.openai.com", "chat", "OpenAI"),
+            ("https://api.groq.com/openai/v1", "chat", "Groq"),
+        ] {
+            for e in ["ignore_eos", "min_tokens", "both"] {
+                let err = run(url, dialect, e).expect_err(e);
+                let p = &err.problems()[0];
+                assert_eq!(p.field, "output_enforcement");
+                assert!(
+                    p.to_string().contains(&format!(
+                        "expected none: {who} takes neither ignore_eos nor min_tokens"
+                    )),
+                    "{p}"
+                );
+            }
+            assert!(run(url, dialect, "none").is_ok(), "{url} {dialect}");
+        }
+        // A self-hosted OpenAI-compatible server holds it.
+        assert!(run("https://h.example", "chat", "ignore_eos").is_ok());
     }
 
     #[test]

@@ -524,6 +524,31 @@ impl TryFrom<&RawConfig> for RunConfig {
                 ("none", LengthEnforcement::None),
             ],
         );
+        // Only OpenAI-compatible servers take ignore_eos / min_tokens; a vendor's API takes
+        // neither (an unknown field is refused or ignored): the pin would not hold.
+        let enforcement = match (&enforcement, &dialect, &url) {
+            (Some(e), Some(d), Some(u)) if e.value != LengthEnforcement::None => {
+                let why = match crate::vendors::by_url(&u.value) {
+                    Some(v) if !v.holds_length => Some(v.name.to_owned()),
+                    _ if !d.value.is_openai_compatible() => Some(d.value.label().to_owned()),
+                    _ => None,
+                };
+                match why {
+                    Some(who) => {
+                        p.problems.push(PinProblem {
+                            pin: PinId::OutputLength,
+                            field: "output_enforcement".into(),
+                            problem: Problem::Invalid {
+                                expected: format!("none: {who} takes neither ignore_eos nor min_tokens, so the output length is measured and flagged"),
+                            },
+                        });
+                        None
+                    }
+                    None => enforcement,
+                }
+            }
+            _ => enforcement,
+        };
         let mode = p.choice("load_mode", &[("closed", true), ("open", false)]);
         let steps = match mode.as_ref().map(|m| m.value) {
             Some(true) => p
