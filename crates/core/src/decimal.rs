@@ -155,3 +155,25 @@ impl fmt::Display for Shortest {
         }
     }
 }
+
+/// Parses a non-negative decimal into an integer ×1000 (`2.5` → 2500).
+pub fn parse_milli(t: &str) -> Option<u64> {
+    let t = t.trim();
+    let (int, frac) = match t.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (t, ""),
+    };
+    if (int.is_empty() && frac.is_empty())
+        || frac.len() > 3
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let i: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let f: u64 = format!("{frac:0<3}").parse().ok()?;
+    // Stored in a report as an integer a signature covers exactly.
+    i.checked_mul(1000)?
+        .checked_add(f)
+        .filter(|&v| v <= crate::json::MAX_JSON_INTEGER)
+}

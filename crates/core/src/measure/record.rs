@@ -310,7 +310,7 @@ pub struct Throttle {
     /// What said so: `http_429`, `http_529`, `http_503`, or the stream error's type
     /// (`overloaded_error`, `rate_limit_error`, `RESOURCE_EXHAUSTED`, …).
     pub signal: String,
-    /// `Retry-After` (seconds or an HTTP date is not read; `retry-after-ms` too), ms, when
+    /// `Retry-After` (seconds; an HTTP date is not read) or `retry-after-ms`, ms, when
     /// the host could read it (a browser reads only the headers a server exposes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
@@ -885,17 +885,17 @@ impl RequestTimeline {
         for v in headers.values_mut() {
             *v = redact(v, &self.secrets);
         }
+        // Seconds (`Retry-After`, an HTTP date is not read) or ms (`retry-after-ms`), to
+        // the ms; parsed as decimals, never as floats.
         let retry_after_ms = headers
             .get("retry-after-ms")
-            .and_then(|v| v.trim().parse::<f64>().ok())
+            .and_then(|v| crate::decimal::parse_milli(v))
+            .map(|milli| (milli + 500) / 1000)
             .or_else(|| {
                 headers
                     .get("retry-after")
-                    .and_then(|v| v.trim().parse::<f64>().ok())
-                    .map(|s| s * 1000.0)
-            })
-            .filter(|ms| ms.is_finite() && *ms >= 0.0 && *ms < 1e12)
-            .map(|ms| ms.round() as u64);
+                    .and_then(|v| crate::decimal::parse_milli(v))
+            });
         Some(Throttle {
             signal,
             retry_after_ms,

@@ -140,27 +140,7 @@ pub(super) fn parse_positive_u32(t: &str) -> Option<u32> {
     parse_u32(t).filter(|&v| v > 0)
 }
 
-/// Parses a non-negative decimal into an integer ×1000 (`2.5` → 2500).
-pub fn parse_milli(t: &str) -> Option<u64> {
-    let t = t.trim();
-    let (int, frac) = match t.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (t, ""),
-    };
-    if (int.is_empty() && frac.is_empty())
-        || frac.len() > 3
-        || !int.bytes().all(|b| b.is_ascii_digit())
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    let i: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let f: u64 = format!("{frac:0<3}").parse().ok()?;
-    // Stored in a report as an integer a signature covers exactly.
-    i.checked_mul(1000)?
-        .checked_add(f)
-        .filter(|&v| v <= MAX_JSON_INTEGER)
-}
+pub use crate::decimal::parse_milli;
 
 /// Parses `8B`, `1.5B`, `270M`, `7e9` or a plain integer into a parameter count.
 pub fn parse_param_count(t: &str) -> Option<u64> {
