@@ -384,6 +384,21 @@ fn csv_has_one_row_per_request() {
         lines.iter().skip(1).any(|l| l.contains(",http_429,")),
         "{csv}"
     );
+    // The throttled answer says so in its own columns.
+    let cols = |l: &str| l.split(',').map(str::to_owned).collect::<Vec<_>>();
+    let head = cols(lines[0]);
+    let at = |name: &str| head.iter().position(|h| h == name).expect(name);
+    let throttled = lines
+        .iter()
+        .skip(1)
+        .map(|l| cols(l))
+        .find(|c| c[at("outcome")] == "http_429")
+        .expect("a 429 row");
+    assert_eq!(throttled[at("throttle")], "http_429");
+    assert!(
+        lines.iter().skip(1).all(|l| cols(l).len() == head.len()),
+        "{csv}"
+    );
     assert_eq!(lines.iter().filter(|l| l.contains(",measured,")).count(), 6);
 }
 

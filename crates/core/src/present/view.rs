@@ -515,7 +515,7 @@ fn csv_cell(s: &str) -> String {
 }
 
 /// The CSV header of [`records_csv`].
-pub const CSV_HEADER: &str = "index,step,phase,outcome,status,protocol,prompt_tokens_requested,prompt_tokens,output_tokens_requested,output_tokens,token_counts,chunks,t_send_us,ttft_us,tpot_us,e2e_us,response_id";
+pub const CSV_HEADER: &str = "index,step,phase,outcome,status,protocol,prompt_tokens_requested,prompt_tokens,cached_tokens,output_tokens_requested,output_tokens,reasoning_tokens,reasoning_shown,token_counts,chunks,t_send_us,ttft_us,ttfa_us,tpot_us,e2e_us,throttle,retry_after_ms,response_id";
 
 /// A report as plain text for a terminal: what ran (model, load, lengths), each step's
 /// headline figures with their windows, and the client verdict with its findings.
@@ -601,7 +601,7 @@ pub fn records_csv(report: &Report) -> String {
             };
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.index,
                 r.step,
                 phase,
@@ -610,14 +610,20 @@ pub fn records_csv(report: &Report) -> String {
                 csv_cell(r.protocol.as_deref().unwrap_or("")),
                 r.prompt_tokens_requested,
                 opt(r.usage.map(|u| u.prompt_tokens)),
+                opt(r.cached_tokens()),
                 r.output_tokens_requested,
                 r.output_tokens(),
+                opt(r.reasoning.and_then(|x| x.tokens)),
+                r.reasoning.map(|x| wire_name(&x.shown)).unwrap_or_default(),
                 csv_cell(&wire_name(&r.token_counts)),
                 r.chunks.len(),
                 r.t_send_us,
                 opt(m.ttft_us),
+                opt(m.ttfa_us),
                 opt(m.tpot_us),
                 opt(m.e2e_us),
+                csv_cell(r.throttle.as_ref().map_or("", |t| t.signal.as_str())),
+                opt(r.throttle.as_ref().and_then(|t| t.retry_after_ms)),
                 csv_cell(r.response_id.as_deref().unwrap_or("")),
             );
         }
