@@ -48,7 +48,9 @@ try {
       check(report.body.records.length === 8, at(`one record per request (${report.body.records.length})`));
       const step = report.body.summary.steps[0];
       check(step.reasoning != null && step.reasoning.ttfa_us != null, at("the step has reasoning figures with a time to first answer"));
-      check(/first answer/i.test(resultsText), at("the results show the time to first answer token"));
+      check(/time to first answer token p50/i.test(resultsText), at("the results' headline shows the time to first answer token"));
+      const table = await page.getByTestId("records-table").textContent();
+      check(/first answer/.test(table) && (mode === "visible" ? /\d+ tokens, tokens/ : /tokens, hidden/).test(table), at("the requests table shows each request's reasoning and first answer"));
       const byId = new Map(truths.map((t) => [t.response_id, t]));
       let matched = 0;
       for (const r of report.body.records) {

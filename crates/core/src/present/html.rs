@@ -341,27 +341,61 @@ fn translator(s: &mut String, r: &Report, figures: Option<&Summary>) {
     s.push_str("</tbody></table></div>");
 }
 
-/// The first 50 requests (the CSV has all).
+/// The first 50 requests (the CSV has all); for a reasoning model, each request's
+/// reasoning (tokens, and how it was shown) and its time to first answer token.
 fn records(s: &mut String, r: &Report) {
     let total = r.body.records.len();
+    let reasoning = r.body.records.iter().any(|x| x.reasoning.is_some());
     let _ = write!(
         s,
-        r#"<div class="table-scroll" tabindex="0" role="region" aria-label="Requests"><table data-testid="records-table"><caption>Requests (first {} of {total}; the CSV has all)</caption><thead><tr><th>#</th><th>step</th><th>outcome</th><th>protocol</th><th>prompt</th><th>output</th><th>TTFT</th><th>E2E</th></tr></thead><tbody>"#,
-        total.min(50)
+        r#"<div class="table-scroll" tabindex="0" role="region" aria-label="Requests"><table data-testid="records-table"><caption>Requests (first {} of {total}; the CSV has all)</caption><thead><tr><th>#</th><th>step</th><th>outcome</th><th>protocol</th><th>prompt</th><th>output</th>{}<th>TTFT</th>{}<th>E2E</th></tr></thead><tbody>"#,
+        total.min(50),
+        if reasoning { "<th>reasoning</th>" } else { "" },
+        if reasoning {
+            "<th>first answer</th>"
+        } else {
+            ""
+        },
     );
     for rec in r.body.records.iter().take(50) {
         let m = request_metrics(rec);
         let _ = write!(
             s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
             rec.index,
             rec.step,
             escape(&rec.outcome.kind()),
             escape(rec.protocol.as_deref().unwrap_or_default()),
-            rec.usage.map(|u| u.prompt_tokens.to_string()).unwrap_or_default(),
+            rec.usage
+                .map(|u| u.prompt_tokens.to_string())
+                .unwrap_or_default(),
             rec.output_tokens(),
-            m.ttft_us.map(view::fmt_ms).unwrap_or_default(),
-            m.e2e_us.map(view::fmt_ms).unwrap_or_default(),
+        );
+        if reasoning {
+            let text = rec.reasoning.map(|x| {
+                let n = x
+                    .tokens
+                    .map_or_else(|| "? tokens".to_owned(), |n| format!("{n} tokens"));
+                format!("{n}, {}", crate::pins::wire_name(&x.shown))
+            });
+            let _ = write!(s, "<td>{}</td>", escape(&text.unwrap_or_default()));
+        }
+        let _ = write!(
+            s,
+            "<td>{}</td>",
+            m.ttft_us.map(view::fmt_ms).unwrap_or_default()
+        );
+        if reasoning {
+            let _ = write!(
+                s,
+                "<td>{}</td>",
+                m.ttfa_us.map(view::fmt_ms).unwrap_or_default()
+            );
+        }
+        let _ = write!(
+            s,
+            "<td>{}</td></tr>",
+            m.e2e_us.map(view::fmt_ms).unwrap_or_default()
         );
     }
     s.push_str("</tbody></table></div>");
