@@ -1,8 +1,9 @@
 //! Snapshot tests over real and hand-written SSE transcripts (`tests/fixtures/transcripts`).
 //!
 //! Each `NAME.sse` is fed through [`RequestTimeline`] one event per millisecond; the record
-//! (with chunks decoded) must equal `NAME.expected.json`. `*chat*` files use the chat
-//! dialect, the others completions. Run with `UPDATE_SNAPSHOTS=1` to rewrite expectations
+//! (with chunks decoded) must equal `NAME.expected.json`. The name picks the dialect
+//! (`anthropic_*` Messages, `openai_responses_*` Responses, `gemini_*` Gemini, `*chat*`
+//! chat completions, else completions); `SOURCES.md` says where each file comes from. Run with `UPDATE_SNAPSHOTS=1` to rewrite expectations
 //! after an intended change, then read the diff.
 
 use std::path::Path;
@@ -12,7 +13,13 @@ use pinbench::core::record::{RequestRecord, RequestTimeline, StreamEnd};
 use serde_json::{json, Value};
 
 fn record_of(name: &str, bytes: &[u8]) -> RequestRecord {
-    let dialect = if name.contains("chat") {
+    let dialect = if name.starts_with("anthropic_") {
+        Dialect::Messages
+    } else if name.starts_with("openai_responses_") {
+        Dialect::Responses
+    } else if name.starts_with("gemini_") {
+        Dialect::Gemini
+    } else if name.contains("chat") {
         Dialect::Chat
     } else {
         Dialect::Completions

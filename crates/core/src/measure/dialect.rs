@@ -614,6 +614,15 @@ pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEv
                     if let Some(t) = opt_str(d.get("content"), "delta.content")? {
                         chunk.text.push_str(&t);
                     }
+                    // Tool calls' arguments are generated output, streamed as text.
+                    if let Some(Value::Array(calls)) = d.get("tool_calls") {
+                        for call in calls {
+                            let args = call.get("function").and_then(|f| f.get("arguments"));
+                            if let Some(t) = opt_str(args, "tool_calls[].function.arguments")? {
+                                chunk.text.push_str(&t);
+                            }
+                        }
+                    }
                     for key in ["reasoning_content", "reasoning"] {
                         if let Some(t) = opt_str(d.get(key), key)? {
                             chunk.reasoning_seen |= !t.is_empty();

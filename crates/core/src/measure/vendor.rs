@@ -114,7 +114,10 @@ impl StreamDecoder {
                     }
                     // Hidden (or redacted) thinking shows only its signature.
                     Some("signature_delta") => chunk.reasoning_seen = true,
-                    // Tool input, citations: not generated text this tool measures.
+                    // A tool call's input is generated as it streams: answer output
+                    // (an agent's turn is mostly this).
+                    Some("input_json_delta") => chunk.text = req_str(delta, "partial_json")?,
+                    // Citations and later kinds: not generated text.
                     _ => {}
                 }
             }
@@ -295,7 +298,10 @@ fn responses(event: &str, data: &str) -> Result<StreamEvent, DialectError> {
         "response.created" | "response.in_progress" => {
             chunk.id = response.and_then(|r| str_field(r, "id"));
         }
-        "response.output_text.delta" => chunk.text = req_str(&obj, "delta")?,
+        // Text, and a function call's arguments as they are generated.
+        "response.output_text.delta" | "response.function_call_arguments.delta" => {
+            chunk.text = req_str(&obj, "delta")?
+        }
         "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
             chunk.reasoning = req_str(&obj, "delta")?;
             chunk.reasoning_seen = true;
@@ -404,7 +410,13 @@ fn gemini(data: &str) -> Result<StreamEvent, DialectError> {
             let Some(p) = p.as_object() else {
                 return Err(shape("a part is not an object"));
             };
-            let text = req_str(p, "text")?;
+            // A function call arrives whole in one part: its arguments are generated text.
+            let text = match p.get("functionCall") {
+                Some(Value::Object(call)) => {
+                    call.get("args").map(Value::to_string).unwrap_or_default()
+                }
+                _ => req_str(p, "text")?,
+            };
             if p.contains_key("thoughtSignature") {
                 chunk.reasoning_seen = true;
             }

@@ -372,3 +372,43 @@ fn openai_chat_hidden_reasoning_keeps_tpot_honest() {
     assert!(last > first);
     assert_eq!(m.tpot_us, Some((last - first + 1) / 3));
 }
+
+/// A tool call's arguments are generated output: each dialect's argument deltas are timed
+/// answer chunks (an agent's turn is mostly this), not tokens piled onto the text chunks.
+#[test]
+fn tool_call_arguments_are_timed_answer_output() {
+    // Chat completions: `delta.tool_calls[].function.arguments`.
+    let mut chat = String::new();
+    for args in ["{\\\"city\\\"", ":\\\"Paris\\\"}"] {
+        chat.push_str(&format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":\"{args}\"}}}}]}}}}]}}\n\n"));
+    }
+    chat.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n");
+    let r = same_however_split(Dialect::Chat, &chat);
+    assert_eq!((r.deltas, r.chunk_tokens()), (2, 2));
+    assert_eq!(r.token_counts, TokenCounts::ExactDeltasMatchUsage);
+    // OpenAI Responses: `response.function_call_arguments.delta`.
+    let mut w = responses_event("response.created", "\"sequence_number\":0,\"response\":{\"id\":\"resp_9\",\"status\":\"in_progress\",\"output\":[]}");
+    for d in ["{\\\"city\\\"", ":\\\"Paris\\\"}"] {
+        w.push_str(&responses_event(
+            "response.function_call_arguments.delta",
+            &format!("\"item_id\":\"fc_1\",\"output_index\":0,\"delta\":\"{d}\""),
+        ));
+    }
+    w.push_str(&responses_event("response.completed", "\"response\":{\"id\":\"resp_9\",\"status\":\"completed\",\"usage\":{\"input_tokens\":5,\"output_tokens\":2,\"total_tokens\":7}}"));
+    let r = same_however_split(Dialect::Responses, &w);
+    assert_eq!(
+        (r.outcome.clone(), r.deltas, r.chunk_tokens()),
+        (Outcome::Ok {}, 2, 2)
+    );
+    // Gemini: a `functionCall` part arrives whole; its arguments are the chunk's text.
+    let g = gemini_chunk(
+        "{\"functionCall\":{\"name\":\"weather\",\"args\":{\"city\":\"Paris\"}}}",
+        "\"promptTokenCount\":5,\"candidatesTokenCount\":6",
+        Some("STOP"),
+    );
+    let r = same_however_split(Dialect::Gemini, &g);
+    assert_eq!(
+        (r.outcome.clone(), r.deltas, r.chunk_tokens()),
+        (Outcome::Ok {}, 1, 6)
+    );
+}
