@@ -446,9 +446,9 @@ fn a_refusal_names_the_value_and_what_is_wrong() {
     let report = valid_reports().remove(1);
     let cases: [(&Value, &[&str], Option<Value>, &str); 10] = [
         (&config, &["kv", "capacity", "value"], Some(json!({"value": {"kind": "litres"}})), "kv.capacity.value.value.kind: unknown variant `litres`, expected `tokens` or `gpu_memory_utilization`"),
-        (&config, &["load", "value", "steps", "1", "arrival"], Some(json!({"kind": "gamma"})), "load.value.steps[1]: missing field `shape_milli`"),
-        (&config, &["window", "value", "measured"], Some(json!({"kind": "requests", "count": 3, "ms": 4})), "window.value.measured: unknown field `ms`, expected `count`"),
-        (&config, &["prompt_len", "value"], Some(json!({"kind": "fixed", "tokens": -5})), "prompt_len.value: invalid value: integer `-5`, expected u32"),
+        (&config, &["load", "value", "steps", "1", "arrival"], Some(json!({"kind": "gamma"})), "load.value.steps[1].arrival: an arrival of kind `gamma` has exactly the members `shape_milli`"),
+        (&config, &["window", "value", "measured"], Some(json!({"kind": "requests", "count": 3, "ms": 4})), "window.value.measured: a window span of kind `requests` has exactly the members `count`"),
+        (&config, &["prompt_len", "value"], Some(json!({"kind": "fixed", "tokens": -5})), "prompt_len.value.tokens: invalid value: integer `-5`, expected u32"),
         (&config, &["scheduling", "value"], Some(json!("eager"))
 , "scheduling.value: unknown variant `eager`, expected one of `continuous`, `static`, `undisclosed`"),
         (&config, &["endpoint"], Some(json!({"base_url": "http://h"})), "endpoint: missing field `dialect`"),

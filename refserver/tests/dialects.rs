@@ -64,6 +64,19 @@ fn check(mode: &str) {
                     "{}",
                     at("time to first answer token")
                 );
+                // The card says the same: the first answer token, and what TPOT holds.
+                let card = pinbench::core::card::Card::of(&report, &figures).expect("card");
+                let items = card.body.headline();
+                assert!(
+                    items
+                        .iter()
+                        .any(|i| i.label.starts_with("time to first answer token"))
+                        && items.iter().any(|i| i.label.starts_with("TPOT")
+                            && i.window.contains("reasoning: ")
+                            && i.window.contains("never timed (outside TPOT)")),
+                    "{}: {items:?}",
+                    at("the card's headline")
+                );
                 let tpot = head.iter().find(|f| f.key == "tpot").expect("TPOT figure");
                 assert!(
                     tpot.window.contains("reasoning shown as"),

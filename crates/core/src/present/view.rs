@@ -73,24 +73,7 @@ pub struct Figure {
     pub scope: &'static str,
 }
 
-/// What a step's reasoning was, in one phrase: how it was shown, how many tokens were
-/// counted and how many of those were never timed.
-pub fn reasoning_text(r: &crate::metrics::ReasoningFigures) -> String {
-    let shown: Vec<String> = r.shown.iter().map(|(k, v)| format!("{v} {k}")).collect();
-    let mut t = format!(
-        "reasoning shown as {}: {} reasoning tokens counted, {} of them never timed (outside TPOT)",
-        shown.join(", "),
-        r.tokens,
-        r.untimed_tokens
-    );
-    if r.unknown > 0 {
-        t.push_str(&format!(
-            "; {} requests' reasoning tokens unknown",
-            r.unknown
-        ));
-    }
-    t
-}
+pub use crate::rows::{per_token_note, reasoning_text};
 
 /// The headline figures of one load step.
 pub fn headline(s: &StepSummary) -> Vec<Figure> {
@@ -98,27 +81,14 @@ pub fn headline(s: &StepSummary) -> Vec<Figure> {
     let n = s.requests.measured;
     let measured_w = format!("measured window, {n} requests");
     // Every per-token figure says how exact its timing is and what reasoning it holds.
-    let inexact: u32 = s
-        .token_counts
-        .iter()
-        .filter(|(k, _)| {
-            !matches!(
-                k.as_str(),
-                "exact_continuous_usage" | "exact_deltas_match_usage" | "exact_finish_token"
-            )
-        })
-        .map(|(_, v)| *v)
-        .sum();
-    let mut per_token_w = measured_w.clone();
-    if inexact > 0 {
-        per_token_w.push_str(&format!(
-            "; per-token timing estimated or unverified for {inexact} of {} requests",
-            s.requests.measured_ok
-        ));
-    }
-    if let Some(r) = &s.reasoning {
-        per_token_w.push_str(&format!("; {}", reasoning_text(r)));
-    }
+    let per_token_w = format!(
+        "{measured_w}{}",
+        per_token_note(
+            s.inexact_timing(),
+            s.requests.measured_ok,
+            s.reasoning.as_ref()
+        )
+    );
     // Where the steady window is the whole measured window, the two figures are one.
     let same = matches!((s.windows.steady, s.windows.measured), (Some(a), Some(b)) if a == b);
     if let Some(w) = s.windows.steady {

@@ -12,6 +12,7 @@ use crate::metrics::{Dist, Summary, Windows};
 use crate::pins::{LoadStep, RunConfig};
 use crate::report::{self, Report, ReportError, SignatureBlock, Verification};
 use crate::rows as view;
+use crate::share::card_doc::{CardReasoning, InexactTiming};
 use crate::share::trust::{SigState, TrustedKeys};
 use crate::sign::{self, KeyPair};
 
@@ -38,6 +39,19 @@ macro_rules! card_step {
             decode_speed_milli: $s.decode_speed_milli,
             ttft_us: $s.ttft_us,
             tpot_us: $s.tpot_us,
+            inexact_timing: match crate::metrics::inexact_timing(&$s.token_counts) {
+                0 => None,
+                n => Some(InexactTiming {
+                    requests: n,
+                    of: $s.requests.measured_ok,
+                }),
+            },
+            reasoning: $s.reasoning.as_ref().map(|r| CardReasoning {
+                tokens: r.tokens,
+                untimed_tokens: r.untimed_tokens,
+                unknown: r.unknown,
+                ttfa_us: r.ttfa_us,
+            }),
         }
     };
 }
@@ -165,12 +179,34 @@ fn headline_items(s: &CardStep) -> Vec<Item> {
             window: measured_w.clone(),
         });
     }
-    for (label, d) in [("TTFT p50 / p99", s.ttft_us), ("TPOT p50 / p99", s.tpot_us)] {
+    // Per-token figures say how exact their timing is and what reasoning they hold.
+    let mut per_token_w = measured_w.clone();
+    if let Some(t) = s.inexact_timing {
+        per_token_w.push_str(&view::inexact_note(t.requests, t.of));
+    }
+    if let Some(r) = s.reasoning {
+        per_token_w.push_str(&format!(
+            "; reasoning: {} tokens counted, {} of them never timed (outside TPOT)",
+            r.tokens, r.untimed_tokens
+        ));
+        if r.unknown > 0 {
+            per_token_w.push_str(&format!(
+                "; {} requests' reasoning tokens unknown",
+                r.unknown
+            ));
+        }
+    }
+    let ttfa = s.reasoning.as_ref().and_then(|r| r.ttfa_us);
+    for (label, d, w) in [
+        ("TTFT p50 / p99", s.ttft_us, &measured_w),
+        ("time to first answer token p50 / p99", ttfa, &measured_w),
+        ("TPOT p50 / p99", s.tpot_us, &per_token_w),
+    ] {
         if let Some(d) = d {
             out.push(Item {
                 label: label.into(),
                 value: format!("{} / {}", view::fmt_ms(d.p50), view::fmt_ms(d.p99)),
-                window: measured_w.clone(),
+                window: w.clone(),
             });
         }
     }
@@ -598,10 +634,16 @@ fn typed_body_of_text(body: &str) -> Result<TypedBody, String> {
         decode_speed_milli: Option<Dist>,
         ttft_us: Option<Dist>,
         tpot_us: Option<Dist>,
+        #[serde(default)]
+        token_counts: std::collections::BTreeMap<String, u32>,
+        #[serde(default)]
+        reasoning: Option<CardReasoning>,
     }
     #[derive(Deserialize)]
     struct RequestsHead {
         measured: u32,
+        #[serde(default)]
+        measured_ok: u32,
     }
     fn typed<T: serde::de::DeserializeOwned>(
         member: &Option<Box<RawValue>>,
@@ -669,6 +711,8 @@ impl CardStep {
             decode_speed_milli: None,
             ttft_us: None,
             tpot_us: None,
+            inexact_timing: None,
+            reasoning: None,
         }
     }
 }

@@ -63,6 +63,37 @@ pub struct CardStep {
     pub ttft_us: Option<Dist>,
     /// TPOT, µs.
     pub tpot_us: Option<Dist>,
+    /// Measured requests whose per-token timing was estimated or unverified, when any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inexact_timing: Option<InexactTiming>,
+    /// The step's reasoning, when the model reasoned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<CardReasoning>,
+}
+
+/// What a card says of a step's reasoning (how it was shown is the reasoning pin).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CardReasoning {
+    /// Reasoning tokens counted.
+    pub tokens: u64,
+    /// Of those, never timed (outside TPOT).
+    pub untimed_tokens: u64,
+    /// Requests whose reasoning tokens are unknown.
+    pub unknown: u32,
+    /// Time to the first answer token, µs.
+    pub ttfa_us: Option<Dist>,
+}
+
+/// How many of a step's completed measured requests had their per-token timing estimated
+/// or unverified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InexactTiming {
+    /// Requests with inexact per-token timing.
+    pub requests: u32,
+    /// Completed measured requests.
+    pub of: u32,
 }
 
 /// The first card format (`pinbench.card/v1`): display text, signed as written. Still

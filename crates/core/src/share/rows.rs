@@ -268,6 +268,47 @@ pub fn params_text(p: &crate::pins::Disclosure<u64>) -> String {
     }
 }
 
+/// What a step's reasoning was, in one phrase: how it was shown, how many tokens were
+/// counted and how many of those were never timed.
+pub fn reasoning_text(r: &crate::metrics::ReasoningFigures) -> String {
+    let shown: Vec<String> = r.shown.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let mut t = format!(
+        "reasoning shown as {}: {} reasoning tokens counted, {} of them never timed (outside TPOT)",
+        shown.join(", "),
+        r.tokens,
+        r.untimed_tokens
+    );
+    if r.unknown > 0 {
+        t.push_str(&format!(
+            "; {} requests' reasoning tokens unknown",
+            r.unknown
+        ));
+    }
+    t
+}
+
+/// A per-token figure's note on requests whose per-token timing was estimated.
+pub fn inexact_note(inexact: u32, of: u32) -> String {
+    format!("; per-token timing estimated or unverified for {inexact} of {of} requests")
+}
+
+/// What a per-token figure's window adds: how many of `of` requests had their per-token
+/// timing estimated, and what reasoning the figure holds.
+pub fn per_token_note(
+    inexact: u32,
+    of: u32,
+    reasoning: Option<&crate::metrics::ReasoningFigures>,
+) -> String {
+    let mut t = String::new();
+    if inexact > 0 {
+        t.push_str(&inexact_note(inexact, of));
+    }
+    if let Some(r) = reasoning {
+        t.push_str(&format!("; {}", reasoning_text(r)));
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::fmt_params;

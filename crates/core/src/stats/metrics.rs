@@ -550,6 +550,29 @@ pub struct ReasoningFigures {
     pub ttfa_us: Option<Dist>,
 }
 
+impl StepSummary {
+    /// Measured requests of the step whose per-token timing was estimated or unverified
+    /// ([`inexact_timing`]).
+    pub fn inexact_timing(&self) -> u32 {
+        inexact_timing(&self.token_counts)
+    }
+}
+
+/// Requests whose per-token timing was estimated or unverified, of a step's counts by
+/// token-count kind (their token counts were not exact per chunk).
+pub fn inexact_timing(token_counts: &BTreeMap<String, u32>) -> u32 {
+    token_counts
+        .iter()
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "exact_continuous_usage" | "exact_deltas_match_usage" | "exact_finish_token"
+            )
+        })
+        .map(|(_, v)| *v)
+        .sum()
+}
+
 /// The run's figures.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

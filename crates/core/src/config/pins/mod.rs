@@ -25,8 +25,17 @@ pub use parse::*;
 pub use raw::*;
 
 /// Where a value came from.
+///
+/// Read through [`ProvenanceWire`], a flat struct: serde's reader of an internally tagged
+/// enum buffers every member first and costs the card page kilobytes per variant; the
+/// flat reader refuses the same documents (unknown kinds, members of another kind).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    deny_unknown_fields,
+    try_from = "ProvenanceWire"
+)]
 pub enum Provenance {
     /// Typed (or chosen from a preset) by the user.
     Declared {},
@@ -50,6 +59,222 @@ pub enum Provenance {
         /// Why the value is what it is.
         why: String,
     },
+}
+
+/// The members a provenance may have, as read (see [`Provenance`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvenanceWire {
+    kind: String,
+    url: Option<String>,
+    field: Option<String>,
+    what: Option<String>,
+    vendor: Option<String>,
+    why: Option<String>,
+}
+
+impl TryFrom<ProvenanceWire> for Provenance {
+    type Error = String;
+
+    fn try_from(w: ProvenanceWire) -> Result<Self, String> {
+        let ProvenanceWire {
+            kind,
+            url,
+            field,
+            what,
+            vendor,
+            why,
+        } = w;
+        let p = match (kind.as_str(), url, field, what, vendor, why) {
+            ("declared", None, None, None, None, None) => Provenance::Declared {},
+            ("probed", Some(url), Some(field), None, None, None) => {
+                Provenance::Probed { url, field }
+            }
+            ("measured", None, None, Some(what), None, None) => Provenance::Measured { what },
+            ("vendor", None, None, None, Some(vendor), Some(why)) => {
+                Provenance::Vendor { vendor, why }
+            }
+            _ => {
+                return Err(kind_error(
+                    "a provenance",
+                    &kind,
+                    &[
+                        ("declared", &[]),
+                        ("probed", &["url", "field"]),
+                        ("measured", &["what"]),
+                        ("vendor", &["vendor", "why"]),
+                    ],
+                ))
+            }
+        };
+        Ok(p)
+    }
+}
+
+/// Why a tagged pin value was refused: an unknown kind, or members that are not exactly
+/// its kind's (`kinds`: each kind with its members).
+fn kind_error(what: &str, kind: &str, kinds: &[(&str, &[&str])]) -> String {
+    let quoted = |xs: &mut dyn Iterator<Item = &str>| {
+        xs.map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")
+    };
+    match kinds.iter().find(|(k, _)| *k == kind) {
+        Some((_, [])) => {
+            format!("{what} of kind `{kind}` has no other member")
+        }
+        Some((_, members)) => format!(
+            "{what} of kind `{kind}` has exactly the members {}",
+            quoted(&mut members.iter().copied())
+        ),
+        None => format!(
+            "unknown kind `{kind}` of {what}, expected one of {}",
+            quoted(&mut kinds.iter().map(|(k, _)| *k))
+        ),
+    }
+}
+
+/// The members a length distribution may have, as read (see [`ProvenanceWire`] for why).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LengthDistWire {
+    kind: String,
+    tokens: Option<u32>,
+    mean: Option<u32>,
+    std: Option<u32>,
+    min: Option<u32>,
+    max: Option<u32>,
+}
+
+impl TryFrom<LengthDistWire> for LengthDist {
+    type Error = String;
+
+    fn try_from(w: LengthDistWire) -> Result<Self, String> {
+        Ok(
+            match (w.kind.as_str(), w.tokens, w.mean, w.std, w.min, w.max) {
+                ("fixed", Some(tokens), None, None, None, None) => LengthDist::Fixed { tokens },
+                ("uniform", None, None, None, Some(min), Some(max)) => {
+                    LengthDist::Uniform { min, max }
+                }
+                ("normal_clipped", None, Some(mean), Some(std), Some(min), Some(max)) => {
+                    LengthDist::NormalClipped {
+                        mean,
+                        std,
+                        min,
+                        max,
+                    }
+                }
+                _ => {
+                    return Err(kind_error(
+                        "a length distribution",
+                        &w.kind,
+                        &[
+                            ("fixed", &["tokens"]),
+                            ("uniform", &["min", "max"]),
+                            ("normal_clipped", &["mean", "std", "min", "max"]),
+                        ],
+                    ))
+                }
+            },
+        )
+    }
+}
+
+/// The members an arrival process may have, as read.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArrivalWire {
+    kind: String,
+    shape_milli: Option<u32>,
+}
+
+impl TryFrom<ArrivalWire> for Arrival {
+    type Error = String;
+
+    fn try_from(w: ArrivalWire) -> Result<Self, String> {
+        Ok(match (w.kind.as_str(), w.shape_milli) {
+            ("poisson", None) => Arrival::Poisson {},
+            ("gamma", Some(shape_milli)) => Arrival::Gamma { shape_milli },
+            _ => {
+                return Err(kind_error(
+                    "an arrival",
+                    &w.kind,
+                    &[("poisson", &[]), ("gamma", &["shape_milli"])],
+                ))
+            }
+        })
+    }
+}
+
+/// The members a load step may have, as read.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadStepWire {
+    kind: String,
+    concurrency: Option<u32>,
+    rate_milli_rps: Option<u64>,
+    arrival: Option<Arrival>,
+    in_flight_cap: Option<u32>,
+}
+
+impl TryFrom<LoadStepWire> for LoadStep {
+    type Error = String;
+
+    fn try_from(w: LoadStepWire) -> Result<Self, String> {
+        Ok(
+            match (
+                w.kind.as_str(),
+                w.concurrency,
+                w.rate_milli_rps,
+                w.arrival,
+                w.in_flight_cap,
+            ) {
+                ("closed", Some(concurrency), None, None, None) => LoadStep::Closed { concurrency },
+                ("open", None, Some(rate_milli_rps), Some(arrival), Some(in_flight_cap)) => {
+                    LoadStep::Open {
+                        rate_milli_rps,
+                        arrival,
+                        in_flight_cap,
+                    }
+                }
+                _ => {
+                    return Err(kind_error(
+                        "a load step",
+                        &w.kind,
+                        &[
+                            ("closed", &["concurrency"]),
+                            ("open", &["rate_milli_rps", "arrival", "in_flight_cap"]),
+                        ],
+                    ))
+                }
+            },
+        )
+    }
+}
+
+/// The members a window span may have, as read.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpanWire {
+    kind: String,
+    count: Option<u32>,
+    ms: Option<u64>,
+}
+
+impl TryFrom<SpanWire> for Span {
+    type Error = String;
+
+    fn try_from(w: SpanWire) -> Result<Self, String> {
+        Ok(match (w.kind.as_str(), w.count, w.ms) {
+            ("requests", Some(count), None) => Span::Requests { count },
+            ("duration", None, Some(ms)) => Span::Duration { ms },
+            _ => {
+                return Err(kind_error(
+                    "a window span",
+                    &w.kind,
+                    &[("requests", &["count"]), ("duration", &["ms"])],
+                ))
+            }
+        })
+    }
 }
 
 impl Default for Provenance {
@@ -100,7 +325,12 @@ impl<T: fmt::Display> fmt::Display for Disclosure<T> {
 
 /// A distribution of lengths in tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    deny_unknown_fields,
+    try_from = "LengthDistWire"
+)]
 pub enum LengthDist {
     /// Every request has this length.
     Fixed {
@@ -198,7 +428,12 @@ pub enum PromptExactness {
 
 /// Arrival process of an open loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    deny_unknown_fields,
+    try_from = "ArrivalWire"
+)]
 pub enum Arrival {
     /// Exponential inter-arrival times.
     Poisson {},
@@ -211,7 +446,12 @@ pub enum Arrival {
 
 /// One load level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    deny_unknown_fields,
+    try_from = "LoadStepWire"
+)]
 pub enum LoadStep {
     /// N streams, each sending its next request when the previous one ends.
     Closed {
@@ -350,7 +590,12 @@ pub enum Scheduling {
 
 /// A window length: a number of requests (by dispatch order) or a duration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    deny_unknown_fields,
+    try_from = "SpanWire"
+)]
 pub enum Span {
     /// This many requests, in dispatch order.
     Requests {
@@ -566,6 +811,23 @@ mod tests {
             field: "f".into(),
         });
         round_trips(Provenance::Measured { what: "w".into() });
+        round_trips(Provenance::Vendor {
+            vendor: "v".into(),
+            why: "w".into(),
+        });
+        // The flat reader refuses what the tagged one did.
+        for bad in [
+            r#"{"kind":"declared","url":"u"}"#,
+            r#"{"kind":"probed","url":"u"}"#,
+            r#"{"kind":"measured","what":"w","why":"y"}"#,
+            r#"{"kind":"vendor","vendor":"v"}"#,
+            r#"{"kind":"guessed"}"#,
+            r#"{"kind":"declared","colour":"red"}"#,
+            r#"{"kind":"measured","what":"a","what":"b"}"#,
+            r#"{"url":"u","field":"f"}"#,
+        ] {
+            assert!(serde_json::from_str::<Provenance>(bad).is_err(), "{bad}");
+        }
         round_trips(LengthDist::Fixed { tokens: 1 });
         round_trips(LengthDist::Uniform { min: 1, max: 2 });
         round_trips(LengthDist::NormalClipped {
@@ -588,16 +850,27 @@ mod tests {
         round_trips(Span::Duration { ms: 4000 });
     }
 
-    /// What serde's internally tagged enums refused is still refused, with the reason.
+    /// What serde's internally tagged enums refused is still refused (through the flat
+    /// wire structs), with the reason.
     #[test]
     fn tagged_pin_types_refuse_what_they_always_refused() {
         for (text, says) in [
             (r#"{"count":3}"#, "missing field `kind`"),
-            (r#"{"kind":"forever"}"#, "unknown variant `forever`"),
-            (r#"{"kind":"requests"}"#, "missing field `count`"),
+            (
+                r#"{"kind":"forever"}"#,
+                "unknown kind `forever` of a window span, expected one of `requests`, `duration`",
+            ),
+            (
+                r#"{"kind":"requests"}"#,
+                "a window span of kind `requests` has exactly the members `count`",
+            ),
             (
                 r#"{"kind":"requests","count":3,"ms":4}"#,
-                "unknown field `ms`",
+                "a window span of kind `requests` has exactly the members `count`",
+            ),
+            (
+                r#"{"kind":"requests","count":3,"days":4}"#,
+                "unknown field `days`",
             ),
             (
                 r#"{"kind":"requests","count":3,"kind":"duration"}"#,
@@ -619,7 +892,10 @@ mod tests {
         )
         .expect_err("nested")
         .to_string();
-        assert!(e.contains("missing field `shape_milli`"), "{e}");
+        assert!(
+            e.contains("an arrival of kind `gamma` has exactly the members `shape_milli`"),
+            "{e}"
+        );
     }
 
     /// A fully pinned raw config (the "chat 128→128 at c=8" shape).
