@@ -513,13 +513,13 @@ impl RunSession {
             self.progress.decode.0 += d;
             self.progress.decode.1 += 1;
         }
+        // Recorded here, read at the progress tick: a quantile walks the histogram's
+        // buckets, and this runs on the measuring thread at every request's end.
         if let Some(t) = m.ttft_us {
             self.live.0.record(t);
-            self.progress.ttft_q = live_quantiles(&self.live.0);
         }
         if let Some(t) = m.tpot_us {
             self.live.1.record(t);
-            self.progress.tpot_q = live_quantiles(&self.live.1);
         }
         if !rec.outcome.is_ok() {
             *self.progress.errors.entry(rec.outcome.kind()).or_insert(0) += 1;
@@ -566,6 +566,8 @@ impl RunSession {
     /// Live progress (tokens include those of requests still in flight).
     pub fn progress(&self) -> Progress {
         let mut p = self.progress.clone();
+        p.ttft_q = live_quantiles(&self.live.0);
+        p.tpot_q = live_quantiles(&self.live.1);
         p.tokens += self
             .in_flight
             .iter()
