@@ -77,6 +77,18 @@ fn check(mode: &str) {
                     "{}: {items:?}",
                     at("the card's headline")
                 );
+                // A comparison's numbers too.
+                let subject =
+                    pinbench::core::compare::Subject::from_report("r", &report, Some(&figures));
+                let num = |k: &str| subject.numbers.iter().find(|n| n.key == k);
+                assert!(
+                    num("ttfa_p50_ms").is_some()
+                        && num("tpot_p50_ms")
+                            .is_some_and(|n| n.window.contains("reasoning shown as")),
+                    "{}: {:?}",
+                    at("the comparison's numbers"),
+                    subject.numbers
+                );
                 let tpot = head.iter().find(|f| f.key == "tpot").expect("TPOT figure");
                 assert!(
                     tpot.window.contains("reasoning shown as"),

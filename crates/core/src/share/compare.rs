@@ -130,6 +130,15 @@ impl Subject {
                 String::new()
             };
             let mw = format!("measured window, {} requests", s.requests.measured);
+            // Per-token figures say how exact their timing is and what reasoning they hold.
+            let pw = format!(
+                "{mw}{}",
+                view::per_token_note(
+                    s.inexact_timing(),
+                    s.requests.measured_ok,
+                    s.reasoning.as_ref()
+                )
+            );
             let mut push = |key: &str, label: &str, value: Option<f64>, window: String| {
                 if let Some(value) = value {
                     numbers.push(Number {
@@ -153,23 +162,30 @@ impl Subject {
                 s.ttft_us.map(|d| ms(d.p99)),
                 mw.clone(),
             );
+            let ttfa = s.reasoning.as_ref().and_then(|r| r.ttfa_us);
+            push(
+                "ttfa_p50_ms",
+                "time to first answer token p50, ms",
+                ttfa.map(|d| ms(d.p50)),
+                mw.clone(),
+            );
             push(
                 "tpot_p50_ms",
                 "TPOT p50, ms",
                 s.tpot_us.map(|d| ms(d.p50)),
-                mw.clone(),
+                pw.clone(),
             );
             push(
                 "tpot_p99_ms",
                 "TPOT p99, ms",
                 s.tpot_us.map(|d| ms(d.p99)),
-                mw.clone(),
+                pw.clone(),
             );
             push(
                 "per_stream_tok_s",
                 "per-stream decode tok/s (p50)",
                 s.decode_speed_milli.map(|d| ms(d.p50)),
-                mw.clone(),
+                pw.clone(),
             );
             let w = s.windows.headline();
             push(
