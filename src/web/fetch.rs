@@ -81,6 +81,9 @@ pub fn attach_resource_timing(records: &mut [RequestRecord], url: &str) {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PageHost;
 
+/// How long a plain request (not a stream) may go unanswered, ms.
+pub const PLAIN_REQUEST_TIMEOUT_MS: u32 = 30_000;
+
 /// A `web_sys::Request` of the core's request, with a test's extra header and an abort
 /// signal when given.
 pub(crate) fn web_request(
@@ -138,7 +141,18 @@ impl crate::core::lifecycle::Host for PageHost {
         &self,
         req: crate::core::lifecycle::HttpRequest,
     ) -> Result<(u16, String), String> {
-        let resp = send(&web_request(&req, None, None)?).await?;
+        // A plain request (a probe's read, the calibration) that never answers must not
+        // leave the page waiting forever.
+        let signal = web_sys::AbortSignal::timeout_with_u32(PLAIN_REQUEST_TIMEOUT_MS);
+        let resp = send(&web_request(&req, None, Some(&signal))?)
+            .await
+            .map_err(|e| {
+                if signal.aborted() {
+                    format!("no answer in {} s", PLAIN_REQUEST_TIMEOUT_MS / 1000)
+                } else {
+                    e
+                }
+            })?;
         let text = JsFuture::from(resp.text().map_err(js_err)?)
             .await
             .map_err(js_err)?

@@ -165,6 +165,10 @@ pub fn RunPage() -> impl IntoView {
         // Only a key entered for this very endpoint is sent.
         let key = key.for_url(&cfg.endpoint.base_url);
         spawn_local(async move {
+            // A link's collector hears each stage, so a run that never starts says where.
+            if let Some(url) = &collect {
+                post_to_collector(&format!("{url}?event=stage&name=calibrating"), "{}".into());
+            }
             let calibration = match lifecycle::calibrate(&PageHost, &cfg).await {
                 Ok(c) => c,
                 Err(e) => {
