@@ -189,11 +189,6 @@ impl Vendor {
         format!("https://{}{}", self.host, self.base_path)
     }
 
-    /// Whether it serves `dialect`.
-    pub fn serves(&self, dialect: Dialect) -> bool {
-        self.dialects.contains(&dialect)
-    }
-
     /// What is known of its CORS behaviour, as a sentence.
     pub fn cors_text(&self) -> String {
         match self.cors {

@@ -5,8 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use crate::pins::RunConfig;
 use crate::record::RequestRecord;
 
@@ -16,7 +14,7 @@ use crate::record::RequestRecord;
 pub const CACHE_HIT_MIN_TOKENS: u64 = 32;
 
 /// The server's side of a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServerVerdict {
     /// Requests the server refused or cut for its limits, when there were any.
     pub throttling: Option<Throttling>,
@@ -26,7 +24,7 @@ pub struct ServerVerdict {
 
 /// Throttled answers over the run (every phase: a refusal in the warm-up shapes the load
 /// as much as one in the measured window).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Throttling {
     /// Throttled requests.
     pub throttled: u32,
@@ -41,7 +39,7 @@ pub struct Throttling {
 }
 
 /// The server's own count of cached prompt tokens.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheCounts {
     /// Requests whose answer said how many prompt tokens were cached.
     pub reporting: u32,
