@@ -788,7 +788,9 @@ impl Checkpointer {
             dropped: 0,
         };
         let line = serde_json::to_string(&head).map_err(|e| CliError::Report(e.to_string()))?;
-        let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
+        // A second's records fit in the buffer: one write a second, at the flush.
+        let mut file =
+            std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(err)?);
         writeln!(file, "{line}")
             .and_then(|()| file.flush())
             .map_err(err)?;
@@ -800,7 +802,9 @@ impl Checkpointer {
         })
     }
 
-    /// Appends the records completed since the last call, at most once a second
+    /// Appends the records completed since the last call, each serialised as it completes
+    /// (a second's records serialised at once held the loop for milliseconds, delaying the
+    /// timestamps of every stream), and writes them to the file at most once a second
     /// (`now_us` = `u64::MAX`: now).
     fn append(
         &mut self,
@@ -808,12 +812,10 @@ impl Checkpointer {
         wire: &WireById,
         now_us: u64,
     ) -> Result<(), CliError> {
-        if records.len() == self.written
-            || (now_us != u64::MAX && now_us < self.last_us + 1_000_000)
-        {
+        let flush = now_us >= self.last_us.saturating_add(1_000_000);
+        if records.len() == self.written && !flush {
             return Ok(());
         }
-        self.last_us = now_us;
         let err = |e: std::io::Error| {
             CliError::Report(format!(
                 "could not write the checkpoint {}: {e}",
@@ -829,8 +831,11 @@ impl Checkpointer {
             let line = serde_json::to_string(&r).map_err(|e| CliError::Report(e.to_string()))?;
             writeln!(self.file, "{line}").map_err(err)?;
         }
-        self.file.flush().map_err(err)?;
         self.written = records.len();
+        if flush {
+            self.last_us = now_us;
+            self.file.flush().map_err(err)?;
+        }
         Ok(())
     }
 }

@@ -48,6 +48,9 @@ pub struct RunRequest {
     pub extra_header: Option<(String, String)>,
     /// 32 random bytes for the session.
     pub seed: Vec<u8>,
+    /// The checkpoint the run's worker writes its completed records to (the page's key
+    /// of the run); `None`: the records are not stored while the run goes.
+    pub checkpoint_key: Option<String>,
 }
 
 /// What a finished run hands back.

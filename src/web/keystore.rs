@@ -51,6 +51,8 @@ export function pb_reports() {
 let queue = Promise.resolve();
 function queued(f) { const p = queue.then(f, f); queue = p.catch(() => {}); return p; }
 export function pb_ckpt_put(key, text) { return queued(() => withDb((db) => tx(db, "readwrite", (s) => s.put(text, key), CHECKPOINTS))); }
+// Settles when every checkpoint write this scope has asked for so far has settled.
+export function pb_ckpt_settled() { return queue; }
 export function pb_ckpt_remove(key) {
   return queued(() => withDb((db) => tx(db, "readwrite", (s) => {
     s.delete(IDBKeyRange.bound(key + "#", key + "#\uffff"));
@@ -132,6 +134,7 @@ extern "C" {
     fn pb_lock_hold(name: &str) -> JsValue;
     #[wasm_bindgen(catch)]
     fn pb_ckpt_put(key: &str, text: &str) -> Result<js_sys::Promise, JsValue>;
+    fn pb_ckpt_settled() -> js_sys::Promise;
     #[wasm_bindgen(catch)]
     fn pb_ckpt_remove(key: &str) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch)]
@@ -182,6 +185,12 @@ pub async fn kept_reports() -> Result<Vec<(String, String)>, String> {
 /// Writes a checkpoint item (a run's head, or a part of its records) to IndexedDB.
 pub async fn checkpoint_put(key: &str, text: &str) -> Result<(), String> {
     settled(pb_ckpt_put(key, text)).await
+}
+
+/// Waits until every checkpoint write this scope (page or worker) asked for so far has
+/// settled: a run's host hands over its end only after its records are stored.
+pub async fn checkpoint_writes_settled() {
+    let _ = JsFuture::from(pb_ckpt_settled()).await;
 }
 
 /// Removes a run's checkpoint head and every part.

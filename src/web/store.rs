@@ -136,6 +136,41 @@ pub async fn append_checkpoint_records(
     crate::web::keystore::checkpoint_put(&format!("{key}#{n:08}"), records_json).await
 }
 
+/// Writes a run's completed records as the parts of its checkpoint (`key#n`, in order)
+/// from the scope that runs it: the run's worker writes them itself, so the records
+/// never pass through the page's main thread while the run goes.
+pub struct PartWriter {
+    key: String,
+    next: std::cell::Cell<u32>,
+}
+
+impl PartWriter {
+    /// A writer of the checkpoint under `key`, from its first part.
+    pub fn new(key: String) -> Self {
+        Self {
+            key,
+            next: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Writes the next part (`count` records as JSON text) in the background; `written`
+    /// then learns the count and whether the browser's storage took it.
+    pub fn write(
+        &self,
+        text: String,
+        count: u32,
+        written: impl FnOnce(u32, Result<(), String>) + 'static,
+    ) {
+        let n = self.next.get();
+        self.next.set(n + 1);
+        let key = self.key.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let stored = append_checkpoint_records(&key, n, &text).await;
+            written(count, stored);
+        });
+    }
+}
+
 /// Removes a checkpoint and all its parts (in IndexedDB, and in `localStorage` where
 /// earlier versions kept them).
 pub fn remove_checkpoint(key: &str) {

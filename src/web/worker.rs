@@ -4,9 +4,10 @@
 //! The worker loads the app's own wasm module (`www/worker.js` imports the JS glue and
 //! the `.wasm` the page loaded, then calls [`worker_main`]); `main` does not mount the UI
 //! when there is no `window`. Page and worker exchange JSON text messages:
-//! page → worker [`ToWorker`], worker → page [`FromWorker`] (progress at most 10 times a
-//! second, completed records every few seconds for the checkpoint, all records at the
-//! end).
+//! page → worker [`ToWorker`], worker → page [`FromWorker`] (progress 4 times a second,
+//! a note for each part of the checkpoint the worker wrote, all records at the end). The
+//! worker writes the checkpoint's parts to IndexedDB itself: the page's main thread never
+//! handles the records while the run goes.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -18,6 +19,8 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::core::metrics::RunHost;
 use crate::core::session::Progress;
 use crate::web::host::{BrowserHost, HostSink, RunRequest, RunResult};
+use crate::web::keystore::checkpoint_writes_settled;
+use crate::web::store::PartWriter;
 
 /// Page → worker. Externally tagged (serde's default): an internally tagged enum buffers
 /// its content and compiles every pin type's parser a second time, in a bundle that
@@ -45,7 +48,15 @@ pub enum FromWorker {
         /// The session's progress.
         progress: Progress,
     },
-    /// The run is over.
+    /// The worker wrote a part of the run's checkpoint (`count` completed records), or
+    /// the browser's storage refused it (`error`).
+    Checkpointed {
+        /// Records in the part.
+        count: u32,
+        /// Why storage refused the part, if it did.
+        error: Option<String>,
+    },
+    /// The run is over (after every checkpoint write settled).
     Done {
         /// Records and environment.
         result: Box<RunResult>,
@@ -67,16 +78,6 @@ fn post(scope: &web_sys::DedicatedWorkerGlobalScope, msg: &FromWorker) {
     }
 }
 
-/// Posts completed records (the JSON text of an array) inside a JS object (see the
-/// module docs).
-fn post_checkpoint(scope: &web_sys::DedicatedWorkerGlobalScope, text: String, count: u32) {
-    let msg = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&msg, &"type".into(), &"checkpoint".into());
-    let _ = js_sys::Reflect::set(&msg, &"records".into(), &JsValue::from_str(&text));
-    let _ = js_sys::Reflect::set(&msg, &"count".into(), &JsValue::from(count));
-    let _ = scope.post_message(&msg);
-}
-
 /// The worker's entry point: listens for [`ToWorker`] messages and runs the session.
 pub fn worker_main() {
     let scope: web_sys::DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
@@ -87,18 +88,35 @@ pub fn worker_main() {
             match crate::core::json::from_str::<ToWorker>(&text) {
                 Ok(ToWorker::Start { run }) => {
                     let (a, b, c) = (s.clone(), s.clone(), s.clone());
+                    // The worker stores its completed records itself: they never pass
+                    // through the page's main thread while the run goes.
+                    let writer = run.checkpoint_key.clone().map(PartWriter::new);
                     let sink = HostSink {
                         progress: Box::new(move |progress| {
                             post(&a, &FromWorker::Progress { progress })
                         }),
-                        checkpoint: Box::new(move |text, count| post_checkpoint(&b, text, count)),
+                        checkpoint: Box::new(move |text, count| {
+                            if let Some(w) = &writer {
+                                let b = b.clone();
+                                w.write(text, count, move |count, stored| {
+                                    let error = stored.err();
+                                    post(&b, &FromWorker::Checkpointed { count, error });
+                                });
+                            }
+                        }),
                         done: Box::new(move |result| {
-                            post(
-                                &c,
-                                &FromWorker::Done {
-                                    result: Box::new(result),
-                                },
-                            );
+                            let c = c.clone();
+                            // The page removes the checkpoint once it has the report: no
+                            // write of this worker may land after that.
+                            wasm_bindgen_futures::spawn_local(async move {
+                                checkpoint_writes_settled().await;
+                                post(
+                                    &c,
+                                    &FromWorker::Done {
+                                        result: Box::new(result),
+                                    },
+                                );
+                            });
                         }),
                     };
                     let host = BrowserHost::start(*run, RunHost::Worker, sink);
@@ -127,9 +145,8 @@ pub fn worker_main() {
 pub struct PageSink {
     /// Live progress.
     pub progress: Box<dyn Fn(Progress)>,
-    /// New completed records for the checkpoint: JSON text (an array of records) and
-    /// how many.
-    pub checkpoint: Box<dyn Fn(String, u32)>,
+    /// The worker wrote a part of the checkpoint (how many records), or storage refused it.
+    pub checkpoint_written: Box<dyn Fn(u32, Result<(), String>)>,
     /// The run is over.
     pub done: Box<dyn Fn(RunResult)>,
     /// The worker failed; `started` says whether the run had begun (if not, the page
@@ -188,17 +205,7 @@ impl WorkerRun {
         );
         let on_message =
             Closure::<dyn FnMut(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
-                let data = ev.data();
-                if !data.is_string() {
-                    // {type: "checkpoint", records: "<JSON text>", count}: stored as it is.
-                    let get = |k: &str| js_sys::Reflect::get(&data, &k.into()).ok();
-                    if let Some(text) = get("records").and_then(|r| r.as_string()) {
-                        let count = get("count").and_then(|c| c.as_f64()).unwrap_or(0.0) as u32;
-                        (sk.checkpoint)(text, count);
-                    }
-                    return;
-                }
-                let text = data.as_string().unwrap_or_default();
+                let text = ev.data().as_string().unwrap_or_default();
                 match crate::core::json::from_str::<FromWorker>(&text) {
                     Ok(FromWorker::Ready) => {
                         if let Some(run) = pending.borrow_mut().take() {
@@ -218,6 +225,9 @@ impl WorkerRun {
                         }
                     }
                     Ok(FromWorker::Progress { progress }) => (sk.progress)(progress),
+                    Ok(FromWorker::Checkpointed { count, error }) => {
+                        (sk.checkpoint_written)(count, error.map_or(Ok(()), Err))
+                    }
                     Ok(FromWorker::Done { result }) => {
                         (sk.done)(*result);
                         w.terminate();

@@ -39,25 +39,29 @@ pub fn LiveView(
             live.update(|l| l.push(&p));
         }
     });
+    // The charts' markup changes only when the series does (at 2 Hz), never with each
+    // progress tick.
+    let target = Memo::new(move |_| progress.with(|p| p.in_flight.1));
+    let svgs = Memo::new(move |_| {
+        let t = target.get();
+        live.with(|l| l.charts(t).map(|c| chart::render_svg(&c)))
+    });
     view! {
         <section class="live" aria-label="Live progress" data-testid="live-view" hidden=move || !running.get() && live.with(|l| l == &LiveSeries::new())>
             <h3 class="live__title">"Live"</h3>
+            // Elements made once; a progress tick rewrites their texts and attributes
+            // (the run's worker shares the machine's cores with this page).
             <div class="live__bars">
-                {move || {
-                    let p = progress.get();
-                    let planned_ms = planned_ms.get();
-                    let elapsed_ms = p.now_us.saturating_sub(p.started_us) / 1000;
-                    view! {
-                        <label>{format!("Requests {} / {}", p.dispatched, p.planned.map_or("?".into(), |n| n.to_string()))}
-                            <progress data-testid="progress-requests" max=p.planned.unwrap_or(0).max(1).to_string() value=p.completed.to_string()></progress>
-                        </label>
-                        {planned_ms.map(|t| view! {
-                            <label>{format!("Time {} / {} s", elapsed_ms / 1000, t / 1000)}
-                                <progress data-testid="progress-time" max=t.max(1).to_string() value=elapsed_ms.min(t).to_string()></progress>
-                            </label>
-                        })}
-                    }
-                }}
+                <label>{move || progress.with(|p| format!("Requests {} / {}", p.dispatched, p.planned.map_or("?".into(), |n| n.to_string())))}
+                    <progress data-testid="progress-requests"
+                        max=move || progress.with(|p| p.planned.unwrap_or(0).max(1).to_string())
+                        value=move || progress.with(|p| p.completed.to_string())></progress>
+                </label>
+                <label hidden=move || planned_ms.get().is_none()>{move || time_text(&progress.get(), planned_ms.get())}
+                    <progress data-testid="progress-time"
+                        max=move || planned_ms.get().unwrap_or(0).max(1).to_string()
+                        value=move || elapsed_ms(&progress.get()).min(planned_ms.get().unwrap_or(0)).to_string()></progress>
+                </label>
             </div>
             // A static list whose texts change: a progress tick rewrites a few text
             // nodes, never the elements (the run's worker shares the machine's cores).
@@ -70,13 +74,8 @@ pub fn LiveView(
                 <div><dt>"errors"</dt><dd data-testid="live-errors" class:bad=move || progress.with(|p| !p.errors.is_empty())>{move || progress.with(|p| view::errors_text(&p.errors))}</dd></div>
             </dl>
             <div class="live__charts chart-row" data-testid="live-charts">
-                {move || {
-                    let target = progress.with(|p| p.in_flight.1);
-                    live.with(|l| l.charts(target))
-                        .into_iter()
-                        .map(|c| view! { <figure class="chart-box" inner_html=chart::render_svg(&c)></figure> })
-                        .collect_view()
-                }}
+                <figure class="chart-box" inner_html=move || svgs.with(|s| s[0].clone())></figure>
+                <figure class="chart-box" inner_html=move || svgs.with(|s| s[1].clone())></figure>
             </div>
             <p class="live__line" data-testid="live">
             {move || {
@@ -107,6 +106,18 @@ pub fn LiveView(
             <p class="live__line" data-testid="page-lag">{move || page_lag_text.get()}</p>
         </section>
     }
+}
+
+/// Time since the run's start, ms.
+fn elapsed_ms(p: &Progress) -> u64 {
+    p.now_us.saturating_sub(p.started_us) / 1000
+}
+
+/// "Time 3 / 8 s" against the planned duration (empty when there is none).
+fn time_text(p: &Progress, planned_ms: Option<u64>) -> String {
+    planned_ms.map_or(String::new(), |t| {
+        format!("Time {} / {} s", elapsed_ms(p) / 1000, t / 1000)
+    })
 }
 
 /// Live quantiles (µs) as "p50 / p90 / p99 ms", or a dash before any request completed.

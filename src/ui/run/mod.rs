@@ -198,6 +198,7 @@ pub fn RunPage() -> impl IntoView {
                 api_key: key,
                 extra_header: None,
                 seed: seed.to_vec(),
+                checkpoint_key: Some(ctx.key().to_owned()),
             };
             let sinks = RunSinks {
                 ctx: ctx.clone(),

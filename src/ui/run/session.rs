@@ -97,6 +97,11 @@ impl RunContext {
         ctx
     }
 
+    /// The run's checkpoint key (its head; its parts are `key#n`).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
     /// Written every few seconds and when the page is hidden or unloaded.
     fn release(&self) {
         if let Some(f) = &self.lock {
@@ -213,27 +218,41 @@ impl RunSinks {
         }
     }
 
-    /// New completed records (`count` of them) as JSON text: stored as they are, never
-    /// parsed or re-serialised here while the run goes.
-    fn on_checkpoint(&self, records_json: &str, count: u32) {
-        let ctx = self.ctx.clone();
-        let (n, _) = ctx.parts.get();
-        ctx.parts.set((n + 1, ctx.parts.get().1));
-        if n == 0 {
-            ctx.write_checkpoint();
-        }
-        let (text, note) = (records_json.to_owned(), self.storage_note);
-        spawn_local(async move {
-            if let Err(e) = store::append_checkpoint_records(&ctx.key, n, &text).await {
-                let (parts, dropped) = ctx.parts.get();
+    /// A part of the checkpoint was written (`count` records) by the run's host, or the
+    /// browser's storage refused it. The head is written with the first part, and again
+    /// whenever a part is lost (it says how many records storage dropped).
+    fn on_checkpoint_written(&self, count: u32, stored: Result<(), String>) {
+        let ctx = &self.ctx;
+        let (n, dropped) = ctx.parts.get();
+        match stored {
+            Ok(()) => {
+                ctx.parts.set((n + 1, dropped));
+                if n == 0 {
+                    ctx.write_checkpoint();
+                }
+            }
+            Err(e) => {
                 let dropped = dropped + count;
-                ctx.parts.set((parts, dropped));
+                ctx.parts.set((n + 1, dropped));
                 ctx.write_checkpoint();
-                note.set(format!(
+                self.storage_note.set(format!(
                     "The browser's storage refused the checkpoint ({e}): {dropped} completed requests are not kept should this tab close (they are in memory until the run ends)."
                 ));
             }
-        });
+        }
+    }
+
+    /// A writer of this run's checkpoint parts on the page (a run on the main thread,
+    /// or every record again after a failed signing).
+    fn page_writer(&self) -> impl Fn(String, u32) {
+        let writer = store::PartWriter::new(self.ctx.key.clone());
+        let me = self.clone();
+        move |text, count| {
+            let me = me.clone();
+            writer.write(text, count, move |count, stored| {
+                me.on_checkpoint_written(count, stored)
+            });
+        }
     }
 
     fn on_done(&self, result: RunResult) {
@@ -306,9 +325,10 @@ impl RunSinks {
                 ctx.parts.set((0, 0));
                 // In parts of a bounded size (one item of a long run's records would pass
                 // what the browser's storage takes in one piece).
+                let write = self.page_writer();
                 for part in result.records.chunks(CHECKPOINT_PART_RECORDS) {
                     if let Ok(text) = serde_json::to_string(part) {
-                        self.on_checkpoint(&text, part.len() as u32);
+                        write(text, part.len() as u32);
                     }
                 }
                 /// The unsigned document, borrowed (no `Value` tree of the records).
@@ -353,10 +373,10 @@ impl RunSinks {
 
     /// Callbacks for a run on this page's main thread.
     pub fn page_sink(&self) -> HostSink {
-        let (a, b, c) = (self.clone(), self.clone(), self.clone());
+        let (a, c) = (self.clone(), self.clone());
         HostSink {
             progress: Box::new(move |p| a.on_progress(p)),
-            checkpoint: Box::new(move |text, count| b.on_checkpoint(&text, count)),
+            checkpoint: Box::new(self.page_writer()),
             done: Box::new(move |r| c.on_done(r)),
         }
     }
@@ -367,7 +387,9 @@ impl RunSinks {
         let (a, b, c, d) = (self.clone(), self.clone(), self.clone(), self.clone());
         PageSink {
             progress: Box::new(move |p| a.on_progress(p)),
-            checkpoint: Box::new(move |text, count| b.on_checkpoint(&text, count)),
+            checkpoint_written: Box::new(move |count, stored| {
+                b.on_checkpoint_written(count, stored)
+            }),
             done: Box::new(move |r| c.on_done(r)),
             failed: Box::new(move |msg, started| {
                 if started {
