@@ -476,8 +476,9 @@ struct Plan {
     wire: Wire,
     chat: bool,
     prompt_tokens: u32,
-    /// Hash of the prompt's text (the prefix cache's key).
-    prompt_hash: u64,
+    /// The prefix cache's keys: one chained hash per full block of the prompt's tokens
+    /// (block `k`'s hash covers every token up to the end of block `k`).
+    block_hashes: Vec<u64>,
     max_tokens: u32,
     stop_at: Option<u32>,
     stream: bool,
@@ -488,8 +489,43 @@ struct Plan {
     reasoning_visible: bool,
 }
 
-/// Prompts the prefix cache remembers before it starts over.
-const PREFIX_CACHE_ENTRIES: usize = 100_000;
+/// Blocks the prefix cache remembers before it starts over.
+const PREFIX_CACHE_ENTRIES: usize = 1_000_000;
+
+/// Tokens per block of the prefix cache (vLLM's default block size): a prompt reuses the
+/// full blocks it shares, from its start, with a prompt prefilled before.
+pub const PREFIX_BLOCK_TOKENS: usize = 16;
+
+/// The chained hashes of `text`'s full blocks of [`PREFIX_BLOCK_TOKENS`] tokens.
+pub fn block_hashes(text: &str) -> Vec<u64> {
+    use std::hash::{Hash, Hasher};
+    let pieces = crate::tokenizer::pieces(text);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    pieces
+        .chunks_exact(PREFIX_BLOCK_TOKENS)
+        .map(|block| {
+            block.hash(&mut h);
+            h.finish()
+        })
+        .collect()
+}
+
+/// Tokens of a prompt (`prompt_tokens` long, with these block hashes) found in the cache
+/// (`seen`): its leading full blocks seen before, leaving at least one token to prefill.
+/// Every block of the prompt is then remembered.
+pub fn cached_tokens(
+    seen: &mut std::collections::HashSet<u64>,
+    blocks: &[u64],
+    prompt_tokens: u32,
+) -> u32 {
+    if seen.len() + blocks.len() > PREFIX_CACHE_ENTRIES {
+        seen.clear();
+    }
+    let hits = blocks.iter().take_while(|b| seen.contains(b)).count();
+    seen.extend(blocks.iter().copied());
+    let hit_tokens = u32::try_from(hits * PREFIX_BLOCK_TOKENS).unwrap_or(u32::MAX);
+    hit_tokens.min(prompt_tokens.saturating_sub(1))
+}
 
 fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response<RespBody>>> {
     let bad = |m: &str| {
@@ -530,11 +566,10 @@ fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response
         None => prompt_of(body, false),
     }
     .map_err(|e| bad(&e))?;
-    let prompt_hash = {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut h);
-        h.finish()
+    let block_hashes = if p.prefix_cache {
+        block_hashes(&text)
+    } else {
+        Vec::new()
     };
     let cap = match wire {
         Wire::Completions | Wire::Chat => body
@@ -588,7 +623,7 @@ fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response
         wire,
         chat,
         prompt_tokens,
-        prompt_hash,
+        block_hashes,
         max_tokens,
         stop_at,
         // Gemini streams by its path.
@@ -715,17 +750,11 @@ async fn completion(
     let (etx, erx) = mpsc::unbounded_channel();
     state.in_flight.fetch_add(1, Ordering::Relaxed);
     let guard = InFlight(state.clone());
-    // The prefix cache: a prompt seen before needs only its last token prefilled.
+    // The prefix cache: the full blocks a prompt shares from its start with prompts
+    // prefilled before are not prefilled again.
     let cached_tokens = if state.profile.prefix_cache {
         let mut seen = state.prefix_cache.lock().unwrap_or_else(|e| e.into_inner());
-        if seen.len() > PREFIX_CACHE_ENTRIES {
-            seen.clear();
-        }
-        if seen.insert(plan.prompt_hash) {
-            0
-        } else {
-            plan.prompt_tokens.saturating_sub(1)
-        }
+        cached_tokens(&mut seen, &plan.block_hashes, plan.prompt_tokens)
     } else {
         0
     };
@@ -961,5 +990,48 @@ pub fn batching_name(p: &Profile) -> &'static str {
     match p.batching {
         Batching::Continuous => "continuous",
         Batching::Static => "static",
+    }
+}
+
+#[cfg(test)]
+mod prefix_cache_tests {
+    use super::*;
+
+    fn words(n: usize, from: usize) -> String {
+        (from..from + n).map(|i| format!(" w{i}")).collect()
+    }
+
+    #[test]
+    fn full_shared_blocks_from_the_start_are_cached_and_nothing_else() {
+        let mut seen = std::collections::HashSet::new();
+        // 100 tokens: 6 full blocks (96 tokens) and a tail of 4.
+        let a = words(100, 0);
+        assert_eq!(block_hashes(&a).len(), 6);
+        assert_eq!(cached_tokens(&mut seen, &block_hashes(&a), 100), 0);
+        // The same prompt again: its 6 full blocks, never the tail.
+        assert_eq!(cached_tokens(&mut seen, &block_hashes(&a), 100), 96);
+        // A shared 40-token prefix (2 full blocks) then a different suffix.
+        let b = format!("{}{}", words(40, 0), words(60, 1000));
+        assert_eq!(cached_tokens(&mut seen, &block_hashes(&b), 100), 32);
+        // A different first token: the chain differs from block 0, though the rest matches.
+        let c = format!(" x{}", words(99, 1));
+        assert_eq!(cached_tokens(&mut seen, &block_hashes(&c), 100), 0);
+        // A prompt of exactly whole blocks seen before keeps one token to prefill.
+        let d = words(32, 0);
+        assert_eq!(cached_tokens(&mut seen, &block_hashes(&d), 32), 31);
+    }
+
+    #[test]
+    fn a_growing_conversation_reuses_its_history() {
+        let mut seen = std::collections::HashSet::new();
+        let mut history = String::new();
+        let mut found = Vec::new();
+        for turn in 0..4 {
+            history.push_str(&words(50, turn * 50));
+            let n = crate::tokenizer::count(&history) as u32;
+            found.push(cached_tokens(&mut seen, &block_hashes(&history), n));
+        }
+        // Each turn finds the previous turns' full blocks: 0, 48, 96, 144.
+        assert_eq!(found, vec![0, 48, 96, 144]);
     }
 }

@@ -23,8 +23,9 @@ Usage: pinbench-refserver [options]
   --profile NAME        tiny | 8b-h100 | 70b-8xh100 (default tiny)
   --profile-file PATH   a JSON profile (see src/profile.rs for the fields)
   --batching MODE       continuous | static (overrides the profile)
-  --prefix-cache on|off a prefix cache: a prompt prefilled before is not prefilled again
-                        (whole-prompt matches; default off)
+  --prefix-cache on|off a block-level prefix cache: the 16-token blocks a prompt shares
+                        from its start with one prefilled before are not prefilled again
+                        (default off)
   --tokens-per-event N  tokens per SSE event (overrides the profile)
   --max-num-seqs N      overrides the profile
   --kv-capacity N       KV capacity in tokens (overrides the profile)

@@ -47,8 +47,10 @@ pub struct Profile {
     /// Set the cost of every step to zero (for throughput benchmarks of the server).
     #[serde(default)]
     pub zero_step_cost: bool,
-    /// A prefix cache: a prompt whose text was prefilled before needs only its last token
-    /// prefilled again (whole-prompt matches; a nonce before the prompt defeats it).
+    /// A block-level prefix cache: the full 16-token blocks a prompt shares, from its
+    /// start, with prompts prefilled before are not prefilled again (at least one token
+    /// always is); a nonce before the prompt defeats it. Each request's truth says how
+    /// many tokens it found cached.
     #[serde(default)]
     pub prefix_cache: bool,
 }
