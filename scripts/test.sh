@@ -125,6 +125,9 @@ node tests/e2e/sdks.mjs
 step "end to end in the tab: every API dialect with a reasoning model (visible, hidden) against the truth; rate limits, a vendor origin, a blocked run"
 node tests/e2e/dialects.mjs dist
 
+step "end to end in the tab: the shared-system-prompt preset against the server's block prefix cache (cached tokens = truth)"
+node tests/e2e/workloads.mjs dist
+
 step "end to end: a share link cannot send a remembered key to another origin"
 node tests/e2e/link_key.mjs dist
 

@@ -496,10 +496,12 @@ const PREFIX_CACHE_ENTRIES: usize = 1_000_000;
 /// full blocks it shares, from its start, with a prompt prefilled before.
 pub const PREFIX_BLOCK_TOKENS: usize = 16;
 
-/// The chained hashes of `text`'s full blocks of [`PREFIX_BLOCK_TOKENS`] tokens.
+/// The chained hashes of the full blocks of [`PREFIX_BLOCK_TOKENS`] tokens of a text
+/// prompt as the server counts it: its BOS token, then `text`'s tokens.
 pub fn block_hashes(text: &str) -> Vec<u64> {
     use std::hash::{Hash, Hasher};
-    let pieces = crate::tokenizer::pieces(text);
+    let mut pieces = vec!["<bos>"];
+    pieces.extend(crate::tokenizer::pieces(text));
     let mut h = std::collections::hash_map::DefaultHasher::new();
     pieces
         .chunks_exact(PREFIX_BLOCK_TOKENS)
@@ -843,6 +845,7 @@ async fn stream_events(
     let counts = |sent: u32| Counts {
         prompt: plan.prompt_tokens,
         cached,
+        cache_on: state.profile.prefix_cache,
         completion: sent,
         reasoning: sent.min(plan.reasoning),
     };
@@ -1004,20 +1007,20 @@ mod prefix_cache_tests {
     #[test]
     fn full_shared_blocks_from_the_start_are_cached_and_nothing_else() {
         let mut seen = std::collections::HashSet::new();
-        // 100 tokens: 6 full blocks (96 tokens) and a tail of 4.
+        // BOS and 100 words: 6 full blocks (96 tokens) and a tail of 5.
         let a = words(100, 0);
         assert_eq!(block_hashes(&a).len(), 6);
-        assert_eq!(cached_tokens(&mut seen, &block_hashes(&a), 100), 0);
+        assert_eq!(cached_tokens(&mut seen, &block_hashes(&a), 101), 0);
         // The same prompt again: its 6 full blocks, never the tail.
-        assert_eq!(cached_tokens(&mut seen, &block_hashes(&a), 100), 96);
-        // A shared 40-token prefix (2 full blocks) then a different suffix.
+        assert_eq!(cached_tokens(&mut seen, &block_hashes(&a), 101), 96);
+        // A shared 41-token prefix (BOS and 40 words: 2 full blocks), then another suffix.
         let b = format!("{}{}", words(40, 0), words(60, 1000));
-        assert_eq!(cached_tokens(&mut seen, &block_hashes(&b), 100), 32);
-        // A different first token: the chain differs from block 0, though the rest matches.
+        assert_eq!(cached_tokens(&mut seen, &block_hashes(&b), 101), 32);
+        // A different first word: the chain differs from block 0, though the rest matches.
         let c = format!(" x{}", words(99, 1));
-        assert_eq!(cached_tokens(&mut seen, &block_hashes(&c), 100), 0);
+        assert_eq!(cached_tokens(&mut seen, &block_hashes(&c), 101), 0);
         // A prompt of exactly whole blocks seen before keeps one token to prefill.
-        let d = words(32, 0);
+        let d = words(31, 0);
         assert_eq!(cached_tokens(&mut seen, &block_hashes(&d), 32), 31);
     }
 
@@ -1028,7 +1031,7 @@ mod prefix_cache_tests {
         let mut found = Vec::new();
         for turn in 0..4 {
             history.push_str(&words(50, turn * 50));
-            let n = crate::tokenizer::count(&history) as u32;
+            let n = crate::tokenizer::count(&history) as u32 + 1;
             found.push(cached_tokens(&mut seen, &block_hashes(&history), n));
         }
         // Each turn finds the previous turns' full blocks: 0, 48, 96, 144.

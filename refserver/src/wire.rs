@@ -67,6 +67,9 @@ pub struct Counts {
     pub prompt: u32,
     /// Of those, served from the prefix cache.
     pub cached: u32,
+    /// The server has a prefix cache: OpenAI-shaped usage then says how many tokens it
+    /// served, 0 included (as OpenAI's API does); without one it says nothing.
+    pub cache_on: bool,
     /// Generated tokens (reasoning included).
     pub completion: u32,
     /// Of those, reasoning.
@@ -130,7 +133,7 @@ impl Writer {
 
     fn usage_openai(c: Counts) -> Value {
         let mut u = json!({"prompt_tokens": c.prompt, "completion_tokens": c.completion, "total_tokens": c.prompt + c.completion});
-        if c.cached > 0 {
+        if c.cache_on || c.cached > 0 {
             u["prompt_tokens_details"] = json!({"cached_tokens": c.cached});
         }
         if c.reasoning > 0 {

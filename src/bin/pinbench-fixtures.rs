@@ -51,6 +51,7 @@ fn config(s: &Spec, warm: u32, measured: u32, cool: u32) -> Result<RunConfig, St
         ("measured", measured.as_str()),
         ("cooldown", cool.as_str()),
         ("nonce_prefix", "on"),
+        ("shared_prefix", "none"),
         ("temperature", "0"),
         ("sampling_extra", "{}"),
         ("reasoning", "none"),

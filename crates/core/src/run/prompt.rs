@@ -25,8 +25,7 @@ const WORDS: [&str; 32] = [
     " but", " have", " an", " had", " they", " you", " were", " their",
 ];
 
-/// Words in a nonce prefix (32 choices each: 60 bits).
-pub const NONCE_WORDS: u32 = 12;
+pub use crate::pins::NONCE_WORDS;
 
 /// Words per calibration sample: three points of the fitted line.
 pub const CALIBRATION_WORDS: [u32; 3] = [16, 128, 1024];
@@ -96,17 +95,25 @@ fn words(n: u32, offset: u32) -> String {
         .collect()
 }
 
-/// The nonce prefix for a request: [`NONCE_WORDS`] words picked by bits of the seed and
-/// index (unique per both).
-pub fn nonce(index: u32, seed: u64) -> String {
-    // splitmix64 of seed and index: neighbouring indices give unrelated words.
+/// splitmix64 of a seed and an index: neighbouring indices give unrelated bits.
+fn mix(index: u32, seed: u64) -> u64 {
     let mut z = seed ^ u64::from(index).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (0..NONCE_WORDS)
+    z ^ (z >> 31)
+}
+
+/// `n` (at most [`NONCE_WORDS`]) words picked by 5 bits of `z` each.
+fn random_words(z: u64, n: u32) -> String {
+    (0..n.min(NONCE_WORDS))
         .map(|i| WORDS[((z >> (5 * i)) & 31) as usize])
         .collect()
+}
+
+/// The nonce prefix for a request: [`NONCE_WORDS`] words picked by bits of the seed and
+/// index (unique per both).
+pub fn nonce(index: u32, seed: u64) -> String {
+    random_words(mix(index, seed), NONCE_WORDS)
 }
 
 /// A prompt of `tokens` tokens (exactly, when the calibration verified that length), with
@@ -121,6 +128,39 @@ pub fn build(tokens: u32, cal: &Calibration, nonce: Option<&str>, variant: u32) 
         }
         None => total,
     };
+    out.push_str(&words(body, variant));
+    out
+}
+
+/// The shared prefix of group `group` in a run whose prefixes are drawn from `seed`:
+/// `words_n` words, the first [`NONCE_WORDS`] of them the group's own random words (so two
+/// groups, or two runs, differ within their first block and share no cached block), the
+/// rest common words.
+pub fn shared_prefix(words_n: u32, group: u32, seed: u64) -> String {
+    let mut out = random_words(mix(group, !seed), words_n.min(NONCE_WORDS));
+    out.push_str(&words(words_n.saturating_sub(NONCE_WORDS), 0));
+    out
+}
+
+/// A prompt of `tokens` tokens that begins with `prefix` (`prefix_words` words, from
+/// [`shared_prefix`]), then the nonce when given (unique per request: what a prefix cache
+/// can reuse is then the prefix alone), then words offset by `variant` (at least one).
+pub fn build_after(
+    prefix: &str,
+    prefix_words: u32,
+    tokens: u32,
+    cal: &Calibration,
+    nonce: Option<&str>,
+    variant: u32,
+) -> String {
+    let total = cal.words_for(tokens);
+    let nonce_words = if nonce.is_some() { NONCE_WORDS } else { 0 };
+    let body = total.saturating_sub(prefix_words + nonce_words).max(1);
+    let mut out = String::with_capacity(prefix.len() + 8 * body as usize);
+    out.push_str(prefix);
+    if let Some(n) = nonce {
+        out.push_str(n);
+    }
     out.push_str(&words(body, variant));
     out
 }
@@ -554,6 +594,35 @@ mod tests {
         assert_eq!(tokenize_count(r#"{"tokens":[1,2,3]}"#), Some(3));
         assert_eq!(tokenize_count(r#"{"tokens":[]}"#), None);
         assert_eq!(tokenize_count("not json"), None);
+    }
+
+    #[test]
+    fn a_shared_prefix_is_the_same_within_a_group_and_nothing_after_it_is() {
+        let cal = Calibration::default();
+        let (a, b) = (shared_prefix(40, 0, 9), shared_prefix(40, 1, 9));
+        assert_eq!(count_words(&a), 40);
+        assert_eq!(a, shared_prefix(40, 0, 9), "one text per group and seed");
+        assert_ne!(a, b);
+        assert_ne!(a, shared_prefix(40, 0, 10), "each run draws its own");
+        // Groups differ within their first 16 tokens (the first cache block).
+        let first = |t: &str| t.split(' ').take(17).collect::<Vec<_>>().join(" ");
+        assert_ne!(first(&a), first(&b));
+        // Short prefixes are the group's own words only.
+        assert_eq!(count_words(&shared_prefix(5, 0, 9)), 5);
+        let p1 = build_after(&a, 40, 128, &cal, Some(&nonce(1, 3)), 1);
+        let p2 = build_after(&a, 40, 128, &cal, Some(&nonce(2, 3)), 2);
+        assert_eq!((count_words(&p1), count_words(&p2)), (128, 128));
+        assert!(p1.starts_with(&a) && p2.starts_with(&a));
+        assert_eq!(&p1[a.len()..], format!("{}{}", nonce(1, 3), words(76, 1)));
+        // The word right after the prefix differs (the nonces' first words may not).
+        let common = p1
+            .bytes()
+            .zip(p2.bytes())
+            .take_while(|(x, y)| x == y)
+            .count();
+        assert!(common >= a.len() && common < a.len() + nonce(1, 3).len());
+        // A prompt no longer than its prefix still has one word of its own.
+        assert_eq!(count_words(&build_after(&a, 40, 40, &cal, None, 0)), 41);
     }
 
     #[test]

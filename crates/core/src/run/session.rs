@@ -199,6 +199,8 @@ pub struct RunSession {
     api_key: Option<ApiKey>,
     seeds: Rng,
     plan_rng: Rng,
+    /// Draws the shared prefixes' words (its own stream: the other draws do not move).
+    prefix_seed: u64,
     step: usize,
     sched: Option<Scheduler>,
     step_gap_until: Option<u64>,
@@ -220,6 +222,7 @@ impl RunSession {
     pub fn new(cfg: RunConfig, calibration: Calibration, seed: [u8; 32], now_us: u64) -> Self {
         let mut seeds = Rng::from_seed(seed);
         let plan_rng = Rng::from_seed(seed_bytes(&mut seeds));
+        let prefix_seed = prefix_seed(&seed);
         let dialect = cfg.endpoint.dialect;
         let url = format!(
             "{}{}",
@@ -244,6 +247,7 @@ impl RunSession {
             cal: calibration,
             seeds,
             plan_rng,
+            prefix_seed,
             step: 0,
             sched: None,
             step_gap_until: None,
@@ -395,7 +399,22 @@ impl RunSession {
             .value
             .nonce_prefix
             .then(|| prompt::nonce(index, nonce_seed));
-        let text = prompt::build(prompt_tokens, &self.cal, nonce.as_deref(), index);
+        let text = match cfg.cache.value.shared_prefix {
+            Some(sp) => {
+                let words = self.cal.words_for(sp.tokens);
+                let prefix =
+                    prompt::shared_prefix(words, index % sp.groups.max(1), self.prefix_seed);
+                prompt::build_after(
+                    &prefix,
+                    words,
+                    prompt_tokens,
+                    &self.cal,
+                    nonce.as_deref(),
+                    index,
+                )
+            }
+            None => prompt::build(prompt_tokens, &self.cal, nonce.as_deref(), index),
+        };
         let spec = RequestSpec {
             model: cfg.model.id.value.clone(),
             prompt: text,
@@ -601,6 +620,19 @@ impl RunSession {
         crate::sort::sort_by_key(&mut records, |r| r.index);
         records
     }
+}
+
+/// The shared prefixes' seed: every byte of the run's seed mixed in (splitmix64 steps), in
+/// a stream of its own.
+fn prefix_seed(seed: &[u8; 32]) -> u64 {
+    seed.chunks(8).fold(0x7072_6566_6978_5eed, |z, c| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        let mut z = (z ^ u64::from_le_bytes(b)).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    })
 }
 
 fn seed_bytes(r: &mut Rng) -> [u8; 32] {

@@ -745,3 +745,42 @@ fn streams_carry_the_key_of_their_own_origin_only() {
         assert_eq!(has("authorization", "Bearer sk-123"), sent, "{key_url}");
     }
 }
+
+/// A shared prefix: every prompt of a group begins with the group's text, the nonce comes
+/// after it, and the lengths hold; groups take turns by request index, and another run's
+/// random bytes give other prefixes (each run starts with nothing cached).
+#[test]
+fn shared_prefixes_come_first_and_the_nonce_after_them() {
+    let cfg = config(&[
+        ("prompt_tokens", "100"),
+        ("shared_prefix", "48x2"),
+        ("concurrency", "6"),
+    ]);
+    let prompts = |seed: u8| {
+        let mut s = RunSession::new(cfg.clone(), Calibration::default(), [seed; 32], 0);
+        let mut net = Bodies::default();
+        s.poll(0, &mut net);
+        net.0
+            .iter()
+            .map(|b| b["prompt"].as_str().expect("prompt").to_owned())
+            .collect::<Vec<_>>()
+    };
+    let p = prompts(7);
+    assert_eq!(p.len(), 6);
+    fn words(t: &str) -> Vec<&str> {
+        t.split(' ').filter(|w| !w.is_empty()).collect()
+    }
+    for (i, text) in p.iter().enumerate() {
+        assert_eq!(words(text).len(), 100, "request {i}");
+        // Same group (i mod 2): the first 48 words agree, and the 12 after them do not.
+        let other = &p[(i + 2) % 6];
+        assert_eq!(words(text)[..48], words(other)[..48], "request {i}");
+        assert_ne!(words(text)[48..60], words(other)[48..60], "request {i}");
+    }
+    assert_ne!(
+        words(&p[0])[..16],
+        words(&p[1])[..16],
+        "groups differ in block 0"
+    );
+    assert_ne!(words(&prompts(8)[0])[..48], words(&p[0])[..48]);
+}

@@ -213,10 +213,23 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             PinId::CachePolicy,
             "cache",
             "cache policy",
-            if c.cache.value.nonce_prefix {
-                "nonce prefix per request".into()
-            } else {
-                "no nonce (prefix cache may hit)".into()
+            match (c.cache.value.nonce_prefix, c.cache.value.shared_prefix) {
+                (true, None) => "nonce prefix per request".into(),
+                (false, None) => "no nonce (prefix cache may hit)".into(),
+                (nonce, Some(p)) => format!(
+                    "shared prefix of {} tokens{}, then {}",
+                    p.tokens,
+                    if p.groups == 1 {
+                        String::new()
+                    } else {
+                        format!(" in {} groups", p.groups)
+                    },
+                    if nonce {
+                        "a nonce per request"
+                    } else {
+                        "no nonce (more may hit)"
+                    }
+                ),
             },
             &c.cache.provenance,
         ),

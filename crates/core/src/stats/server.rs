@@ -49,14 +49,21 @@ pub struct CacheCounts {
     pub cached_tokens: u64,
     /// Requests with more than [`CACHE_HIT_MIN_TOKENS`] cached.
     pub hits: u32,
-    /// The run was pinned cold (a unique nonce before every prompt).
+    /// The run was pinned cold beyond its shared prefix (a unique nonce before every
+    /// prompt, or before every prompt's unique part).
     pub pinned_cold: bool,
+    /// The pinned shared prefix, tokens: what the cache may reuse.
+    pub shared_prefix_tokens: Option<u32>,
+    /// Requests with more cached than the shared prefix (plus [`CACHE_HIT_MIN_TOKENS`]
+    /// of a template's slack).
+    pub beyond_prefix: u32,
 }
 
 impl CacheCounts {
-    /// A run pinned cold whose server reports cache hits: the pin does not hold.
+    /// A run pinned cold whose server reports more cached than the pins allow (any hit,
+    /// or more than the shared prefix): the pin does not hold.
     pub fn contradicts_pin(&self) -> bool {
-        self.pinned_cold && self.hits > 0
+        self.pinned_cold && self.beyond_prefix > 0
     }
 }
 
@@ -71,7 +78,10 @@ pub fn verdict(records: &[RequestRecord], cfg: &RunConfig) -> ServerVerdict {
         cached_tokens: 0,
         hits: 0,
         pinned_cold: cfg.cache.value.nonce_prefix,
+        shared_prefix_tokens: cfg.cache.value.shared_prefix.map(|p| p.tokens),
+        beyond_prefix: 0,
     };
+    let allowed = u64::from(cache.shared_prefix_tokens.unwrap_or(0)) + CACHE_HIT_MIN_TOKENS;
     for r in records {
         if let Some(t) = &r.throttle {
             *by_signal.entry(t.signal.clone()).or_insert(0u32) += 1;
@@ -84,6 +94,9 @@ pub fn verdict(records: &[RequestRecord], cfg: &RunConfig) -> ServerVerdict {
             cache.cached_tokens += cached;
             if cached > CACHE_HIT_MIN_TOKENS {
                 cache.hits += 1;
+            }
+            if cached > allowed {
+                cache.beyond_prefix += 1;
             }
         }
     }
@@ -139,11 +152,18 @@ impl ServerVerdict {
                 "the server reports {} of {} prompt tokens served from its cache ({share} %), {} of {} requests over {CACHE_HIT_MIN_TOKENS} cached tokens",
                 c.cached_tokens, c.prompt_tokens, c.hits, c.reporting
             );
-            out.push(if c.contradicts_pin() {
-                format!("Cache pin contradicted: the run is pinned cold (a unique nonce before every prompt), but {counts}. Prefill was not measured cold.")
-            } else {
-                let pin = if c.pinned_cold { "cold" } else { "warm (prompts may share a prefix)" };
-                format!("Prefix cache: {counts}; pinned {pin}.")
+            out.push(match (c.contradicts_pin(), c.shared_prefix_tokens) {
+                (true, None) => format!("Cache pin contradicted: the run is pinned cold (a unique nonce before every prompt), but {counts}. Prefill was not measured cold."),
+                (true, Some(p)) => format!("Cache pin contradicted: only a {p}-token shared prefix may be cached (a unique nonce follows it), but {} requests had more cached; {counts}. Prefill of the unique part was not measured cold.", c.beyond_prefix),
+                (false, _) => {
+                    let pin = match (c.pinned_cold, c.shared_prefix_tokens) {
+                        (true, None) => "cold".to_owned(),
+                        (true, Some(p)) => format!("a {p}-token shared prefix, the rest cold"),
+                        (false, Some(p)) => format!("a {p}-token shared prefix, no nonce (more may hit)"),
+                        (false, None) => "warm (prompts may share a prefix)".to_owned(),
+                    };
+                    format!("Prefix cache: {counts}; pinned {pin}.")
+                }
             });
         }
         out
@@ -208,6 +228,33 @@ mod tests {
         // A template head under the threshold is no hit.
         let v = verdict(&[rec(Some(CACHE_HIT_MIN_TOKENS), 100)], &cfg("on"));
         assert!(!v.flags());
+    }
+
+    #[test]
+    fn a_shared_prefix_may_be_cached_and_nothing_beyond_it() {
+        let cfg = Pins::reference()
+            .lengths(128, 16)
+            .set("shared_prefix", "64")
+            .build()
+            .expect("pinned");
+        // The prefix's 4 blocks cached: a hit, within the pin.
+        let v = verdict(&[rec(Some(64), 128), rec(Some(0), 128)], &cfg);
+        let c = v.cache.clone().expect("counts");
+        assert_eq!((c.hits, c.beyond_prefix), (1, 0));
+        assert!(!v.flags());
+        assert!(
+            v.lines()[0].ends_with("pinned a 64-token shared prefix, the rest cold."),
+            "{:?}",
+            v.lines()
+        );
+        // The whole prompt cached: past the prefix and the template's slack.
+        let v = verdict(&[rec(Some(127), 128)], &cfg);
+        assert!(v.flags());
+        assert!(
+            v.lines()[0].starts_with("Cache pin contradicted: only a 64-token shared prefix"),
+            "{:?}",
+            v.lines()
+        );
     }
 
     #[test]

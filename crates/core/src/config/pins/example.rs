@@ -49,6 +49,7 @@ impl Pins {
             ("measured", "8"),
             ("cooldown", "2"),
             ("nonce_prefix", "on"),
+            ("shared_prefix", "none"),
             ("temperature", "0"),
             ("sampling_extra", "{}"),
             ("reasoning", "none"),

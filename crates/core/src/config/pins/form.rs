@@ -259,6 +259,12 @@ pub const FIELD_SPECS: &[FieldSpec] = &[
         example: "on",
     },
     FieldSpec {
+        name: "shared_prefix",
+        label: "Shared prompt prefix (tokens, × groups)",
+        control: Control::Text,
+        example: "none, 2048, or 2048x4",
+    },
+    FieldSpec {
         name: "temperature",
         label: "Temperature",
         control: Control::Number { unit: "" },
@@ -295,7 +301,7 @@ pub fn why(pin: PinId) -> &'static str {
         PinId::PrefillDecode => "Whether prefill shares the GPU with decode (colocated, chunked) or not (disaggregated) decides how new prompts slow running streams.",
         PinId::Scheduling => "Continuous batching admits a request mid-batch; static batching makes it wait: TTFT under load differs widely.",
         PinId::Window => "The first seconds (a burst) differ from steady state: warm-up and cool-down are excluded, the measured window is what the numbers cover.",
-        PinId::CachePolicy => "A prefix cache skips prefill of repeated prompts: a unique prefix per request measures the uncached cost.",
+        PinId::CachePolicy => "A prefix cache skips prefill of what a prompt shares with earlier ones: a unique prefix per request measures the uncached cost, a shared system prompt states exactly what the cache can reuse.",
         PinId::Sampling => "Sampling settings change the work per token and when generation stops.",
         PinId::Reasoning => "A reasoning model spends tokens thinking before it answers: TTFT, the first answer token and tok/s at low effort say nothing about high effort, and hidden reasoning tokens are never timed.",
     }
@@ -561,7 +567,7 @@ pub struct Preset {
 
 /// The workload pins every preset states the same way: exact prompts, exact output
 /// lengths, a unique prefix per request, greedy sampling, a 30 s stall timeout.
-const PRESET_COMMON: [(&str, &str); 7] = [
+const PRESET_COMMON: [(&str, &str); 8] = [
     ("prompt_exactness", "server_tokenizer"),
     ("output_enforcement", "ignore_eos"),
     ("load_mode", "closed"),
@@ -569,6 +575,7 @@ const PRESET_COMMON: [(&str, &str); 7] = [
     ("nonce_prefix", "on"),
     ("temperature", "0"),
     ("sampling_extra", "{}"),
+    ("shared_prefix", "none"),
 ];
 
 /// An Artificial Analysis workload (`prompt` → `output` tokens) as one stream (1 warm-up,
@@ -607,6 +614,23 @@ pub const PRESETS: &[Preset] = &[
         fills: &[
             ("prompt_tokens", "128"),
             ("output_tokens", "128"),
+            ("concurrency", "8"),
+            ("warmup", "8"),
+            ("measured", "64"),
+            ("cooldown", "8"),
+        ],
+        slo_ms: None,
+    },
+    // A chat product's traffic: every request begins with the same 2k-token system
+    // prompt (a prefix cache reuses it), then a unique 128-token message.
+    Preset {
+        group: "pinbench",
+        id: "shared-system",
+        label: "chat, shared 2k system prompt 2176→128, c=8",
+        fills: &[
+            ("prompt_tokens", "2176"),
+            ("output_tokens", "128"),
+            ("shared_prefix", "2048"),
             ("concurrency", "8"),
             ("warmup", "8"),
             ("measured", "64"),
@@ -787,6 +811,7 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "measured",
     "cooldown",
     "nonce_prefix",
+    "shared_prefix",
     "temperature",
     "sampling_extra",
     "reasoning",
@@ -872,6 +897,13 @@ pub fn workload_form(cfg: &RunConfig) -> RawConfig {
                 "off"
             }
             .to_owned(),
+        ),
+        (
+            "shared_prefix",
+            cfg.cache
+                .value
+                .shared_prefix
+                .map_or_else(|| "none".to_owned(), |s| s.to_string()),
         ),
         (
             "temperature",
@@ -1165,6 +1197,7 @@ mod tests {
                 ("measured", "12.5s"),
                 ("prompt_tokens", "normal(500,100,100,900)"),
                 ("nonce_prefix", "off"),
+                ("shared_prefix", "24x3"),
                 ("sampling_extra", "{\"top_p\":0.9}"),
                 ("temperature", "0.7"),
             ],

@@ -358,6 +358,14 @@ pub enum LengthDist {
 }
 
 impl LengthDist {
+    /// The smallest length it can produce.
+    pub fn min(&self) -> u32 {
+        match *self {
+            LengthDist::Fixed { tokens } => tokens,
+            LengthDist::Uniform { min, .. } | LengthDist::NormalClipped { min, .. } => min,
+        }
+    }
+
     /// The largest length it can produce.
     pub fn max(&self) -> u32 {
         match *self {
@@ -635,8 +643,40 @@ pub struct WindowPlan {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CachePolicy {
-    /// A unique nonce prefix per request (defeats prefix caching).
+    /// A unique nonce per request (defeats prefix caching): before the prompt, or before
+    /// its unique suffix when a prefix is shared.
     pub nonce_prefix: bool,
+    /// A prefix shared by every request (or by each group of requests); `None` when every
+    /// prompt is its own text. Absent in reports made before the pin existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_prefix: Option<SharedPrefix>,
+}
+
+/// Words in a nonce (32 choices each: 60 bits); one token each on common tokenizers.
+pub const NONCE_WORDS: u32 = 12;
+
+/// A shared prefix: the first `tokens` of every prompt are one of `groups` texts (request
+/// `i` takes text `i mod groups`), drawn from the run's random bytes, so a run starts with
+/// none of them in the server's cache. What a prefix cache can reuse is that prefix: the
+/// rest of the prompt (after the nonce, when pinned) is unique.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedPrefix {
+    /// Prefix length in tokens, counted as a prompt of its own (BOS and, for chat, the
+    /// template included).
+    pub tokens: u32,
+    /// Distinct prefixes (1: one prefix for every request).
+    pub groups: u32,
+}
+
+impl fmt::Display for SharedPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.groups == 1 {
+            write!(f, "{}", self.tokens)
+        } else {
+            write!(f, "{}x{}", self.tokens, self.groups)
+        }
+    }
 }
 
 /// Sampling fields sent with every request.

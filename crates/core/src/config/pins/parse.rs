@@ -442,6 +442,20 @@ pub fn parse_reasoning(t: &str) -> Option<ReasoningRequest> {
     (mode != ReasoningMode::None || (r.effort.is_none() && r.budget_tokens.is_none())).then_some(r)
 }
 
+/// Parses the shared-prefix pin: `none`, `2048` (one prefix) or `2048x4` (four groups);
+/// `Some(None)` for none.
+pub fn parse_shared_prefix(t: &str) -> Option<Option<SharedPrefix>> {
+    let t = t.trim().to_ascii_lowercase().replace(['_', ' '], "");
+    if t == "none" || t == "off" {
+        return Some(None);
+    }
+    let (tokens, groups) = match t.split_once(['x', '×']) {
+        Some((a, b)) => (parse_positive_u32(a)?, parse_positive_u32(b)?),
+        None => (parse_positive_u32(&t)?, 1),
+    };
+    (groups <= 1_000_000).then_some(Some(SharedPrefix { tokens, groups }))
+}
+
 pub(super) fn parse_choice<T: Copy>(t: &str, options: &[(&str, T)]) -> Option<T> {
     let t = t.trim().to_ascii_lowercase().replace(['-', ' '], "_");
     options.iter().find(|(n, _)| *n == t).map(|(_, v)| *v)
@@ -610,6 +624,39 @@ impl TryFrom<&RawConfig> for RunConfig {
                 ("false", false),
             ],
         );
+        let shared = p.get(
+            "shared_prefix",
+            "none, a prefix length in tokens like 2048, or with its number of groups like 2048x4",
+            parse_shared_prefix,
+        );
+        // The prefix leaves room for the nonce and at least one unique token in every prompt.
+        let shared = match (shared, &prompt_len, &nonce) {
+            (Some(s), Some(len), Some(n)) => match s.value {
+                Some(sp) => {
+                    let nonce_tokens = if n.value { NONCE_WORDS } else { 0 };
+                    let room = len.value.min().saturating_sub(nonce_tokens + 1);
+                    if sp.tokens > room {
+                        p.problems.push(PinProblem {
+                            pin: PinId::CachePolicy,
+                            field: "shared_prefix".into(),
+                            problem: Problem::Invalid {
+                                expected: format!(
+                                    "a prefix of at most {room} tokens: the shortest prompt is {} tokens and each needs {} unique{}",
+                                    len.value.min(),
+                                    nonce_tokens + 1,
+                                    if n.value { " (the nonce and one more)" } else { "" }
+                                ),
+                            },
+                        });
+                        None
+                    } else {
+                        Some(s)
+                    }
+                }
+                None => Some(s),
+            },
+            (s, _, _) => s,
+        };
         let temperature = p.get("temperature", "a number ≥ 0", |t| {
             crate::json::parse_f64(t).filter(|v| *v >= 0.0)
         });
@@ -685,14 +732,16 @@ impl TryFrom<&RawConfig> for RunConfig {
                 },
                 provenance: measured.provenance,
             },
-            cache: nonce
-                .map(|n| Pinned {
+            cache: match (nonce, shared) {
+                (Some(n), Some(s)) => Pinned {
                     value: CachePolicy {
                         nonce_prefix: n.value,
+                        shared_prefix: s.value,
                     },
                     provenance: n.provenance,
-                })
-                .ok_or_else(unpinned)?,
+                },
+                _ => return Err(unpinned()),
+            },
             sampling: Pinned {
                 value: Sampling {
                     temperature: temperature.value,

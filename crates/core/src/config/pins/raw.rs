@@ -99,6 +99,9 @@ raw_config! {
     cooldown => PinId::Window,
     /// `on` or `off`.
     nonce_prefix => PinId::CachePolicy,
+    /// `none`, a prefix length in tokens shared by every request (`2048`), or with the
+    /// number of distinct prefixes (`2048x4`).
+    shared_prefix => PinId::CachePolicy,
     /// Temperature.
     temperature => PinId::Sampling,
     /// Other sampling fields as a JSON object (may be `{}`).

@@ -1,0 +1,61 @@
+// End-to-end: the "chat, shared 2k system prompt" preset run from the Run screen (Probe,
+// the preset, Start: no field typed) against the reference server with its block-level
+// prefix cache on. Every request's prompt length and cached tokens, as the tab recorded
+// them from the server's usage, equal the server's truth; the first request prefills the
+// shared 2048 tokens and every later one finds exactly them; the results say the cache
+// served the pinned prefix and nothing beyond it. Usage: node tests/e2e/workloads.mjs dist
+import os from "node:os";
+import path from "node:path";
+import { serveDist, launch, checker, watchErrors, startAndDownload } from "./lib.mjs";
+import { startRefserver } from "./refserver.mjs";
+
+const dist = process.argv[2] ?? "dist";
+const { server: web, url } = await serveDist(dist);
+const ref = await startRefserver(["--prefix-cache", "on"]);
+const { check, finish } = checker();
+const browser = await launch(["--ignore-certificate-errors"]);
+
+try {
+  const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
+  const errors = watchErrors(page);
+  await page.goto(url);
+  await page.getByTestId("pin-endpoint_url").fill(`https://127.0.0.1:${ref.https}`);
+  await page.getByTestId("probe").click();
+  await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 15000 });
+  await page.getByTestId("preset-shared-system").click();
+  await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
+  const truthBase = `http://127.0.0.1:${ref.http}`;
+  const since = (await (await fetch(`${truthBase}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
+  const file = path.join(os.tmpdir(), `pinbench-workloads-${process.pid}.json`);
+  const { report } = await startAndDownload(page, file, 300000);
+  const truths = await (await fetch(`${truthBase}/truth?since=${since}`)).json();
+  const cfg = report.body.config;
+  check(JSON.stringify(cfg.cache.value) === JSON.stringify({ nonce_prefix: true, shared_prefix: { tokens: 2048, groups: 1 } }),
+    `the report pins the shared prefix (${JSON.stringify(cfg.cache.value)})`);
+  const byId = new Map(truths.map((t) => [t.response_id, t]));
+  const records = [...report.body.records].sort((a, b) => a.index - b.index);
+  check(records.length === 80 && records.every((r) => r.outcome.kind === "ok"), `80 requests, all answered (${records.length})`);
+  const mismatched = records.filter((r) => {
+    const t = byId.get(r.response_id);
+    const cached = r.usage?.cached_tokens;
+    return !t || r.usage?.prompt_tokens !== t.prompt_tokens || cached !== t.cached_tokens;
+  });
+  check(mismatched.length === 0, `every request's prompt and cached tokens equal the server's truth (${mismatched.length} differ)`);
+  const cachedOf = (r) => byId.get(r.response_id)?.cached_tokens;
+  const prompts = new Set(records.map((r) => r.usage?.prompt_tokens));
+  check(prompts.size === 1 && prompts.has(2176), `every prompt is exactly 2176 tokens (${[...prompts]})`);
+  // Requests 0-7 start at once, before any prefill finished: the server saw request 0's
+  // blocks first only if it arrived first, so the first of them finds nothing and the
+  // others find the prefix (a block is cached once its request arrived).
+  const cold = records.filter((r) => cachedOf(r) === 0).length;
+  const warm = records.filter((r) => cachedOf(r) === 2048).length;
+  check(cold === 1 && warm === 79, `one request prefilled the prefix, 79 found its 2048 tokens (${cold} cold, ${warm} warm, ${80 - cold - warm} other)`);
+  const verdict = await page.getByTestId("server-findings").textContent();
+  check(verdict.includes("pinned a 2048-token shared prefix, the rest cold"), `the results state what the cache served against the pin (${verdict.slice(0, 200)})`);
+  check(errors.length === 0, `no page errors (${errors.join("; ")})`);
+} finally {
+  await browser.close();
+  ref.stop();
+  web.close();
+}
+finish();
