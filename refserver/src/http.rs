@@ -479,6 +479,9 @@ struct Plan {
     /// The prefix cache's keys: one chained hash per full block of the prompt's tokens
     /// (block `k`'s hash covers every token up to the end of block `k`).
     block_hashes: Vec<u64>,
+    /// The prompt's text, kept when the prefix cache is on: the blocks the generated
+    /// tokens fill are cached after it (a conversation's next turn finds them).
+    prompt_text: String,
     max_tokens: u32,
     stop_at: Option<u32>,
     stream: bool,
@@ -512,6 +515,14 @@ pub fn block_hashes(text: &str) -> Vec<u64> {
         .collect()
 }
 
+/// Remembers blocks (starting over when the cache is full).
+pub fn remember_blocks(seen: &mut std::collections::HashSet<u64>, blocks: &[u64]) {
+    if seen.len() + blocks.len() > PREFIX_CACHE_ENTRIES {
+        seen.clear();
+    }
+    seen.extend(blocks.iter().copied());
+}
+
 /// Tokens of a prompt (`prompt_tokens` long, with these block hashes) found in the cache
 /// (`seen`): its leading full blocks seen before, leaving at least one token to prefill.
 /// Every block of the prompt is then remembered.
@@ -520,11 +531,8 @@ pub fn cached_tokens(
     blocks: &[u64],
     prompt_tokens: u32,
 ) -> u32 {
-    if seen.len() + blocks.len() > PREFIX_CACHE_ENTRIES {
-        seen.clear();
-    }
     let hits = blocks.iter().take_while(|b| seen.contains(b)).count();
-    seen.extend(blocks.iter().copied());
+    remember_blocks(seen, blocks);
     let hit_tokens = u32::try_from(hits * PREFIX_BLOCK_TOKENS).unwrap_or(u32::MAX);
     hit_tokens.min(prompt_tokens.saturating_sub(1))
 }
@@ -568,10 +576,10 @@ fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response
         None => prompt_of(body, false),
     }
     .map_err(|e| bad(&e))?;
-    let block_hashes = if p.prefix_cache {
-        block_hashes(&text)
+    let (block_hashes, prompt_text) = if p.prefix_cache {
+        (block_hashes(&text), text.clone())
     } else {
-        Vec::new()
+        (Vec::new(), String::new())
     };
     let cap = match wire {
         Wire::Completions | Wire::Chat => body
@@ -626,6 +634,7 @@ fn plan(state: &AppState, path: &str, body: &Value) -> Result<Plan, Box<Response
         chat,
         prompt_tokens,
         block_hashes,
+        prompt_text,
         max_tokens,
         stop_at,
         // Gemini streams by its path.
@@ -937,6 +946,13 @@ async fn stream_events(
         }
     }
     truth.reasoning_tokens = sent.min(plan.reasoning);
+    // As vLLM does, the full blocks the generated tokens filled join the cache: a
+    // conversation's next turn, which resends this prompt and its answer, finds them.
+    if state.profile.prefix_cache && finish.is_some() && alive {
+        let generated = format!("{}{}{}", plan.prompt_text, truth.reasoning_text, truth.text);
+        let mut seen = state.prefix_cache.lock().unwrap_or_else(|e| e.into_inner());
+        remember_blocks(&mut seen, &block_hashes(&generated));
+    }
     if let Some(reason) = finish.filter(|_| alive) {
         let end = match reason {
             FinishReason::Length => End::Length,

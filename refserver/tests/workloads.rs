@@ -122,3 +122,100 @@ fn a_shared_prefix_lowers_ttft_only_when_the_cache_is_on() {
         "TTFT p50 with the cache {on} µs, without {off} µs"
     );
 }
+
+/// Multi-turn conversations (completions API, so the history is the earlier prompt and
+/// answer run together): each turn's prompt, as the server counted it, is the previous
+/// turn's prompt, its answer and a new 64-token message; the cache holds the previous
+/// prompt and answer's full blocks, and the client's usage equals the truth throughout.
+#[test]
+fn conversations_resend_their_history_and_find_it_cached() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = Tmp::new("turns");
+    let server = Server::start(&["--prefix-cache", "on"]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let pins = Pins::reference()
+        .endpoint(&base)
+        .with(&[
+            ("prompt_exactness", "server_tokenizer"),
+            ("stall_timeout_s", "30"),
+            ("phases", "colocated"),
+            ("turns", "4 think=0.05"),
+        ])
+        .lengths(64, 16)
+        .concurrency(2)
+        .windows("0", "16", "0")
+        .share_json()
+        .expect("pins");
+    let report = run(&tmp, &pins, &[]);
+    let rows = with_truth(server.port, &report);
+    assert_eq!(rows.len(), 16);
+    for &(i, prompt, cached, truth_prompt, truth_cached) in &rows {
+        assert_eq!(
+            (prompt, cached),
+            (truth_prompt, truth_cached),
+            "request {i}"
+        );
+    }
+    let by_index: std::collections::BTreeMap<u32, _> =
+        report.body.records.iter().map(|r| (r.index, r)).collect();
+    let mut conversations: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+    for r in by_index.values() {
+        let t = r.turn.expect("a turn");
+        conversations
+            .entry(t.conversation)
+            .or_default()
+            .push(r.index);
+    }
+    assert_eq!(
+        conversations.len(),
+        4,
+        "two slots, four turns each: {conversations:?}"
+    );
+    for (c, idx) in &conversations {
+        for (k, i) in idx.iter().enumerate() {
+            let r = by_index[i];
+            assert_eq!(r.turn.map(|t| t.turn), Some(k as u32));
+            let usage = r.usage.expect("usage");
+            if k == 0 {
+                assert_eq!(
+                    usage.prompt_tokens, 64,
+                    "conversation {c}: exact first prompt"
+                );
+                assert_eq!(r.cached_tokens(), Some(0));
+                continue;
+            }
+            let prev = by_index[&idx[k - 1]];
+            let pu = prev.usage.expect("usage");
+            let history = pu.prompt_tokens + pu.completion_tokens;
+            assert_eq!(
+                usage.prompt_tokens,
+                history + 64,
+                "conversation {c} turn {k}: the history and a new message"
+            );
+            assert_eq!(
+                r.cached_tokens(),
+                Some(history / 16 * 16),
+                "conversation {c} turn {k}: the history's full blocks"
+            );
+            assert!(
+                r.t_send_us >= prev.t_done_us.expect("ended") + 50_000,
+                "think time"
+            );
+        }
+    }
+    let figures = report.body.figures().expect("figures");
+    let step = &figures.steps[0];
+    assert_eq!(
+        (step.prompt_len.known, step.prompt_len.exact),
+        (4, 4),
+        "first turns are held to their length, later ones are the server's count"
+    );
+    let measured = pinbench::core::report::measured_ok(&report, 0);
+    let by_turn = pinbench::core::turns::by_turn(&measured);
+    assert_eq!(by_turn.len(), 4);
+    assert!(by_turn
+        .windows(2)
+        .all(|w| w[0].prompt_mean < w[1].prompt_mean));
+    assert_eq!(by_turn[0].cached_permille, Some(0));
+    assert!(by_turn[3].cached_permille > Some(700), "{:?}", by_turn[3]);
+}

@@ -52,6 +52,7 @@ fn config(s: &Spec, warm: u32, measured: u32, cool: u32) -> Result<RunConfig, St
         ("cooldown", cool.as_str()),
         ("nonce_prefix", "on"),
         ("shared_prefix", "none"),
+        ("turns", "1"),
         ("temperature", "0"),
         ("sampling_extra", "{}"),
         ("reasoning", "none"),

@@ -8,7 +8,7 @@ import { decodeChunks, quantile } from "./report.mjs";
 /** The workload pins every run here uses (64→32 tokens, exact lengths, nonce on). */
 export const WORKLOAD = {
   model_quant: "bf16", prompt_tokens: "64", prompt_exactness: "server_tokenizer", output_tokens: "32",
-  output_enforcement: "ignore_eos", stall_timeout_s: "30", phases: "colocated", nonce_prefix: "on", shared_prefix: "none",
+  output_enforcement: "ignore_eos", stall_timeout_s: "30", phases: "colocated", nonce_prefix: "on", shared_prefix: "none", turns: "1",
   temperature: "0", sampling_extra: "{}", reasoning: "none", load_mode: "closed",
 };
 

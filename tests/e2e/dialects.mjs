@@ -137,7 +137,7 @@ try {
       endpoint_url: `http://127.0.0.1:${ref.http}`, dialect: "chat", model_id: "pinbench-tiny", model_params: "270M",
       model_quant: "bf16", model_engine: "pinbench-ref", max_model_len: "4096", kv_capacity: "16384", max_num_seqs: "16",
       phases: "colocated", scheduling: "continuous", prompt_tokens: "64", prompt_exactness: "approximate", output_tokens: "16",
-      output_enforcement: "ignore_eos", stall_timeout_s: "10", nonce_prefix: "on", shared_prefix: "none", temperature: "0", sampling_extra: "{}",
+      output_enforcement: "ignore_eos", stall_timeout_s: "10", nonce_prefix: "on", shared_prefix: "none", turns: "1", temperature: "0", sampling_extra: "{}",
       reasoning: "none", load_mode: "closed", concurrency: "2", warmup: "0", measured: "4", cooldown: "0",
     };
     for (const [k, v] of Object.entries(pins)) await fill(page, k, v);

@@ -62,7 +62,7 @@ try {
     model_engine: "e", prompt_tokens: "8", prompt_exactness: "approximate", output_tokens: "2",
     output_enforcement: "ignore_eos", load_mode: "closed", concurrency: "1", stall_timeout_s: "10",
     max_model_len: "2048", kv_capacity: "8192", max_num_seqs: "4", phases: "colocated", scheduling: "continuous",
-    warmup: "0", measured: "1", cooldown: "0", nonce_prefix: "on", shared_prefix: "none", temperature: "0", sampling_extra: "{}", reasoning: "none",
+    warmup: "0", measured: "1", cooldown: "0", nonce_prefix: "on", shared_prefix: "none", turns: "1", temperature: "0", sampling_extra: "{}", reasoning: "none",
   };
   await page.goto(`${url}#pins=${encodeURIComponent(JSON.stringify(pins))}`);
   await page.reload();

@@ -40,7 +40,7 @@ try {
     const pins = { model_quant: "Q4_K_M", prompt_tokens: String(promptTokens), prompt_exactness: "server_tokenizer", output_tokens: "64",
       output_enforcement: "ignore_eos", load_mode: "closed", concurrency: String(c), stall_timeout_s: "60", kv_capacity: "8192",
       phases: "colocated", scheduling: "continuous", warmup: String(counts[0]), measured: String(counts[1]), cooldown: String(counts[2]),
-      nonce_prefix: "on", shared_prefix: "none", temperature: "0", sampling_extra: "{\"cache_prompt\":false}", reasoning: "none" };
+      nonce_prefix: "on", shared_prefix: "none", turns: "1", temperature: "0", sampling_extra: "{\"cache_prompt\":false}", reasoning: "none" };
     for (const [k, v] of Object.entries(pins)) await fill(page, k, v);
     await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
     const file = path.join(os.tmpdir(), `pinbench-llama-${process.pid}-${c}.json`);

@@ -23,7 +23,7 @@ const pins = {
   model_quant: "bf16", model_engine: "pinbench-refserver", prompt_tokens: "64", prompt_exactness: "server_tokenizer",
   output_tokens: "32", output_enforcement: "ignore_eos", load_mode: "closed", concurrency: "4", stall_timeout_s: "30",
   max_model_len: "4096", kv_capacity: "16384", max_num_seqs: "16", phases: "chunked_prefill", scheduling: "continuous",
-  warmup: "1s", measured: "5s", cooldown: "1s", nonce_prefix: "on", shared_prefix: "none", temperature: "0", sampling_extra: "{}", reasoning: "none",
+  warmup: "1s", measured: "5s", cooldown: "1s", nonce_prefix: "on", shared_prefix: "none", turns: "1", temperature: "0", sampling_extra: "{}", reasoning: "none",
 };
 fs.writeFileSync(path.join(dir, "pins.json"), JSON.stringify(pins));
 fs.writeFileSync(path.join(dir, "other.json"), JSON.stringify({ ...pins, output_tokens: "16", measured: "2s", warmup: "0", cooldown: "0" }));

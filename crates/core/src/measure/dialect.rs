@@ -174,6 +174,9 @@ pub struct RequestSpec {
     pub continuous_usage: bool,
     /// Reasoning asked for (effort or budget), as sent.
     pub reasoning: ReasoningRequest,
+    /// Earlier turns of the conversation, oldest first: each user message and the answer
+    /// received to it (empty for a single turn).
+    pub history: Vec<(String, String)>,
 }
 
 impl RequestSpec {
@@ -183,6 +186,19 @@ impl RequestSpec {
             Some(n) => format!("{n}{}", self.prompt),
             None => self.prompt.clone(),
         };
+        // Every message of the conversation in the dialect's shape: the earlier turns and
+        // their answers, then this turn's message. A completions prompt is the history's
+        // text run together (the model continues it).
+        let messages = |assistant: &str, shape: &dyn Fn(&str, &str) -> Value| -> Value {
+            let mut m: Vec<Value> = Vec::with_capacity(2 * self.history.len() + 1);
+            for (user, answer) in &self.history {
+                m.push(shape("user", user));
+                m.push(shape(assistant, answer));
+            }
+            m.push(shape("user", &prompt));
+            Value::Array(m)
+        };
+        let role_content = |role: &str, text: &str| json!({ "role": role, "content": text });
         let mut body = Map::new();
         let r = &self.reasoning;
         let reasons = r.mode != ReasoningMode::None;
@@ -190,12 +206,15 @@ impl RequestSpec {
             Dialect::Completions | Dialect::Chat => {
                 body.insert("model".into(), json!(self.model));
                 if dialect == Dialect::Completions {
-                    body.insert("prompt".into(), json!(prompt));
+                    let mut text = String::new();
+                    for (user, answer) in &self.history {
+                        text.push_str(user);
+                        text.push_str(answer);
+                    }
+                    text.push_str(&prompt);
+                    body.insert("prompt".into(), json!(text));
                 } else {
-                    body.insert(
-                        "messages".into(),
-                        json!([{ "role": "user", "content": prompt }]),
-                    );
+                    body.insert("messages".into(), messages("assistant", &role_content));
                 }
                 // OpenAI's reasoning models refuse `max_tokens`.
                 let cap = if reasons && dialect == Dialect::Chat {
@@ -231,7 +250,11 @@ impl RequestSpec {
             }
             Dialect::Responses => {
                 body.insert("model".into(), json!(self.model));
-                body.insert("input".into(), json!(prompt));
+                if self.history.is_empty() {
+                    body.insert("input".into(), json!(prompt));
+                } else {
+                    body.insert("input".into(), messages("assistant", &role_content));
+                }
                 body.insert("max_output_tokens".into(), json!(self.max_tokens));
                 body.insert("stream".into(), json!(true));
                 let mut reasoning = Map::new();
@@ -248,10 +271,7 @@ impl RequestSpec {
             Dialect::Messages => {
                 body.insert("model".into(), json!(self.model));
                 body.insert("max_tokens".into(), json!(self.max_tokens));
-                body.insert(
-                    "messages".into(),
-                    json!([{ "role": "user", "content": prompt }]),
-                );
+                body.insert("messages".into(), messages("assistant", &role_content));
                 body.insert("stream".into(), json!(true));
                 if let (true, Some(b)) = (reasons, r.budget_tokens) {
                     body.insert(
@@ -261,10 +281,9 @@ impl RequestSpec {
                 }
             }
             Dialect::Gemini => {
-                body.insert(
-                    "contents".into(),
-                    json!([{ "role": "user", "parts": [{ "text": prompt }] }]),
-                );
+                let part =
+                    |role: &str, text: &str| json!({ "role": role, "parts": [{ "text": text }] });
+                body.insert("contents".into(), messages("model", &part));
                 let mut gc = Map::new();
                 gc.insert("maxOutputTokens".into(), json!(self.max_tokens));
                 if let Some(t) = self.temperature {
@@ -640,6 +659,34 @@ pub fn parse_event(dialect: Dialect, event: &str, data: &str) -> Result<StreamEv
 mod tests {
     use super::*;
 
+    /// A later turn carries its history in each API's own shape.
+    #[test]
+    fn a_later_turn_carries_its_history_in_each_shape() {
+        let mut s = spec();
+        s.nonce = None;
+        s.history = vec![("u1".into(), "a1".into())];
+        assert_eq!(s.body(Dialect::Completions)["prompt"], "u1a1hello");
+        let chat = json!([
+            {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": "a1"},
+            {"role": "user", "content": "hello"}
+        ]);
+        assert_eq!(s.body(Dialect::Chat)["messages"], chat);
+        assert_eq!(s.body(Dialect::Messages)["messages"], chat);
+        assert_eq!(s.body(Dialect::Responses)["input"], chat);
+        assert_eq!(
+            s.body(Dialect::Gemini)["contents"],
+            json!([
+                {"role": "user", "parts": [{"text": "u1"}]},
+                {"role": "model", "parts": [{"text": "a1"}]},
+                {"role": "user", "parts": [{"text": "hello"}]}
+            ])
+        );
+        // A first turn is sent as before: Responses takes the bare text.
+        s.history.clear();
+        assert_eq!(s.body(Dialect::Responses)["input"], "hello");
+    }
+
     fn spec() -> RequestSpec {
         RequestSpec {
             model: "m".into(),
@@ -652,6 +699,7 @@ mod tests {
             include_usage: true,
             continuous_usage: false,
             reasoning: ReasoningRequest::none(),
+            history: Vec::new(),
         }
     }
 

@@ -299,7 +299,24 @@ pub struct RequestRecord {
     /// The server refused or cut this request for its rate or load limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttle: Option<Throttle>,
+    /// Where the request sits in its conversation (multi-turn runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnOf>,
 }
+
+/// A request's place in a multi-turn conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnOf {
+    /// The conversation, numbered from 0 in the order they started.
+    pub conversation: u32,
+    /// The turn, from 0: turn `k` sent the `k` earlier messages and their answers.
+    pub turn: u32,
+}
+
+/// Answer text a timeline keeps for the next turn of its conversation, at most (longer
+/// answers are cut: the next turn's prompt is then shorter than the history was).
+pub const MAX_KEPT_TEXT: usize = 4 << 20;
 
 /// A throttled answer: the server refused or cut a request for its rate or load limits
 /// (HTTP 429, 529 or 503, or an overloaded / rate-limit error event in the stream), with
@@ -594,6 +611,8 @@ pub struct RequestTimeline {
     /// Timed bytes not decoded yet, and their size (see [`RequestTimeline::on_bytes`]).
     held: Vec<(u64, Vec<u8>)>,
     held_bytes: usize,
+    /// The answer's text, kept only for a conversation's next turn.
+    answer: Option<String>,
 }
 
 /// Bytes a timeline holds before it decodes them (64 KiB: a few hundred chunks).
@@ -634,6 +653,7 @@ impl RequestTimeline {
                 anomalies: Anomalies::default(),
                 reasoning: None,
                 throttle: None,
+                turn: None,
             },
             dialect,
             decoder: StreamDecoder::new(dialect),
@@ -652,7 +672,15 @@ impl RequestTimeline {
             secrets: Vec::new(),
             held: Vec::new(),
             held_bytes: 0,
+            answer: None,
         }
+    }
+
+    /// This request is turn `turn` of a conversation: its answer text is kept (see
+    /// [`Self::finish_with_answer`]) for the next turn.
+    pub fn set_turn(&mut self, turn: TurnOf) {
+        self.rec.turn = Some(turn);
+        self.answer = Some(String::new());
     }
 
     /// The response's headers, when [`wants_headers`] said so: the rate-limit ones are
@@ -780,6 +808,11 @@ impl RequestTimeline {
                 }
                 if text {
                     self.rec.deltas += 1;
+                    if let Some(a) = &mut self.answer {
+                        if a.len() + c.text.len() <= MAX_KEPT_TEXT {
+                            a.push_str(&c.text);
+                        }
+                    }
                 }
                 if reasoning {
                     self.reasoning_deltas += 1;
@@ -819,7 +852,17 @@ impl RequestTimeline {
     }
 
     /// Ends the timeline at `t_us` and returns the record.
-    pub fn finish(mut self, t_us: u64, end: StreamEnd) -> RequestRecord {
+    pub fn finish(self, t_us: u64, end: StreamEnd) -> RequestRecord {
+        self.finish_with_answer(t_us, end).0
+    }
+
+    /// [`Self::finish`], and the answer's text when the timeline kept it
+    /// ([`Self::set_turn`]).
+    pub fn finish_with_answer(
+        mut self,
+        t_us: u64,
+        end: StreamEnd,
+    ) -> (RequestRecord, Option<String>) {
         self.decode_held();
         if let Some(SseError::Truncated {
             pending_data,
@@ -866,7 +909,7 @@ impl RequestTimeline {
         }
         self.rec.throttle = self.throttle();
         self.account_tokens();
-        self.rec
+        (self.rec, self.answer)
     }
 
     /// The record's [`Throttle`], when its status or stream error says the server's limits

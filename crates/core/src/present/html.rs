@@ -107,6 +107,38 @@ pub fn pin_table(out: &mut String, rows: &[PinRow]) {
     out.push_str("</tbody></table></div>");
 }
 
+/// A multi-turn step's figures by turn index (measured, answered requests), when its
+/// records carry turns.
+pub fn by_turn(out: &mut String, r: &Report, step: u32) {
+    let recs = crate::report::measured_ok(r, step);
+    let rows = crate::turns::by_turn(&recs);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        r#"<div class="table-scroll" tabindex="0" role="region" aria-label="By turn"><table data-testid="by-turn-{step}"><caption>By turn of the conversation (measured window): the prompt grows with the history; the cached share is the server's own count</caption><thead><tr><th scope="col">turn</th><th scope="col">requests</th><th scope="col">prompt tokens (mean, server)</th><th scope="col">cached</th><th scope="col">TTFT p50</th><th scope="col">TTFT p99</th><th scope="col">decode tok/s p50 (per stream)</th></tr></thead><tbody>"#
+    );
+    let dash = || "—".to_owned();
+    for t in rows {
+        let _ = write!(
+            out,
+            r#"<tr><th scope="row">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+            t.turn + 1,
+            t.requests,
+            t.prompt_mean.map_or_else(dash, |p| p.to_string()),
+            t.cached_permille.map_or_else(dash, |c| format!(
+                "{} %",
+                crate::decimal::fixed(c as f64 / 10.0, 1)
+            )),
+            t.ttft_us.map_or_else(dash, |q| view::fmt_ms(q.0)),
+            t.ttft_us.map_or_else(dash, |q| view::fmt_ms(q.1)),
+            t.decode_p50_milli.map_or_else(dash, view::fmt_rate),
+        );
+    }
+    out.push_str("</tbody></table></div>");
+}
+
 /// Where the time to first token went (step 0), when the records carry wire times.
 pub fn ttft_split(out: &mut String, r: &Report) {
     let rows = view::ttft_split(r, 0);
@@ -266,6 +298,7 @@ pub fn report_body(r: &Report, figures: Result<&Summary, &str>) -> String {
                         escape(&view::open_loop_text(o))
                     );
                 }
+                by_turn(&mut s, r, st.step);
                 s.push_str(r#"<div class="charts">"#);
                 for c in chart::report_charts(r, f, st.step) {
                     if c.id != "sweep" {

@@ -68,6 +68,7 @@ pub fn request_body(
         include_usage: true,
         continuous_usage: false,
         reasoning: crate::dialect::ReasoningRequest::none(),
+        history: Vec::new(),
     }
     .body(dialect)
     .to_string()

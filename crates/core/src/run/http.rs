@@ -171,6 +171,7 @@ mod tests {
             include_usage: true,
             continuous_usage: false,
             reasoning,
+            history: Vec::new(),
         }
     }
 

@@ -165,6 +165,15 @@ pub fn build_after(
     out
 }
 
+/// A later turn's new user message of about `tokens` tokens (the calibration's tokens
+/// per word; no BOS or template: those are counted once, in the conversation's start),
+/// words offset by `variant`.
+pub fn message(tokens: u32, cal: &Calibration, variant: u32) -> String {
+    let tpw = cal.tokens_per_word_milli.max(1);
+    let n = (u64::from(tokens) * 1000 + tpw / 2) / tpw;
+    words(u32::try_from(n.max(1)).unwrap_or(u32::MAX), variant)
+}
+
 /// The `/tokenize` request bodies that count `text` as the run will send it, in order:
 /// chat — vLLM's and the reference server's `messages` form (template included);
 /// completions — vLLM's `prompt` form, then llama.cpp's `content` with `add_special`

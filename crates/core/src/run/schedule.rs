@@ -335,7 +335,19 @@ impl Scheduler {
         }
     }
 
-    /// A request ended at `now_us`.
+    /// A later turn of a conversation already in flight was sent at `now_us`: a request
+    /// for the windows, not a new arrival or slot (the conversation holds its slot until
+    /// [`Self::on_complete`]).
+    pub fn on_turn(&mut self, now_us: u64) -> Dispatched {
+        self.dispatched += 1;
+        Dispatched {
+            phase: self.clock.dispatch(now_us),
+            intended_us: None,
+            held_by_cap: false,
+        }
+    }
+
+    /// A request (or a conversation, in a multi-turn run) ended at `now_us`.
     pub fn on_complete(&mut self, _now_us: u64) {
         self.in_flight = self.in_flight.saturating_sub(1);
     }

@@ -28,8 +28,8 @@ use crate::metrics::{self, Phase};
 use crate::pins::{PromptExactness, RunConfig};
 use crate::probe::Engine;
 use crate::prompt::{self, Calibration};
-use crate::record::{Outcome, RequestRecord, RequestTimeline, StreamEnd};
-use crate::schedule::{Next, Rng, Scheduler};
+use crate::record::{Outcome, RequestRecord, RequestTimeline, StreamEnd, TurnOf};
+use crate::schedule::{Dispatched, Next, Rng, Scheduler};
 
 /// Pause between sweep steps, so the server drains, µs.
 pub const STEP_GAP_US: u64 = 50_000;
@@ -184,6 +184,20 @@ impl InFlightList {
     }
 }
 
+/// A conversation of a multi-turn run, between its first request and its last answer.
+struct Conv {
+    /// Turns it will send.
+    turns: u32,
+    /// Turns sent so far.
+    sent: u32,
+    /// Earlier turns: each user message and the answer received to it.
+    history: Vec<(String, String)>,
+    /// The user message of the turn in flight.
+    user: String,
+    /// While it thinks: when its next turn is due, µs.
+    due_us: Option<u64>,
+}
+
 /// A whole run: every step of the sweep, from the first dispatch to the last record.
 pub struct RunSession {
     cfg: RunConfig,
@@ -201,6 +215,10 @@ pub struct RunSession {
     plan_rng: Rng,
     /// Draws the shared prefixes' words (its own stream: the other draws do not move).
     prefix_seed: u64,
+    /// Conversations of this step (multi-turn runs), by number.
+    convs: BTreeMap<u32, Conv>,
+    /// The next conversation's number.
+    next_conv: u32,
     step: usize,
     sched: Option<Scheduler>,
     step_gap_until: Option<u64>,
@@ -248,6 +266,8 @@ impl RunSession {
             seeds,
             plan_rng,
             prefix_seed,
+            convs: BTreeMap::new(),
+            next_conv: 0,
             step: 0,
             sched: None,
             step_gap_until: None,
@@ -339,7 +359,7 @@ impl RunSession {
                 }
                 self.step_gap_until = None;
             }
-            let Some(sched) = self.sched.as_mut() else {
+            if self.sched.is_none() {
                 let Some(&load) = self.cfg.load.value.steps.get(self.step) else {
                     self.finished = true;
                     return Wake::Finished;
@@ -351,15 +371,35 @@ impl RunSession {
                 self.progress.planned = self.sched.as_ref().and_then(|s| s.planned_total());
                 self.progress.in_flight.1 = load.max_concurrency();
                 continue;
+            }
+            let think = if self.convs.is_empty() {
+                None
+            } else {
+                self.dispatch_turns(now_us, transport)
+            };
+            let Some(sched) = self.sched.as_mut() else {
+                continue;
             };
             match sched.next(now_us) {
                 Next::Dispatch => self.dispatch(now_us, transport),
-                Next::WaitUntil(t) => return Wake::At(t),
-                Next::WaitForCompletion => return Wake::Event,
+                Next::WaitUntil(t) => return Wake::At(think.map_or(t, |d| d.min(t))),
+                Next::WaitForCompletion => return think.map_or(Wake::Event, Wake::At),
                 Next::Done => {
+                    // The step's windows are over: thinking conversations end here.
+                    let thinking: Vec<u32> = self
+                        .convs
+                        .iter()
+                        .filter(|(_, c)| c.due_us.is_some())
+                        .map(|(id, _)| *id)
+                        .collect();
+                    for id in thinking {
+                        self.convs.remove(&id);
+                        sched.on_complete(now_us);
+                    }
                     if !self.in_flight.is_empty() {
                         return Wake::Event;
                     }
+                    self.convs.clear();
                     self.sched = None;
                     self.step += 1;
                     if self.step >= self.cfg.load.value.steps.len() {
@@ -415,6 +455,105 @@ impl RunSession {
             }
             None => prompt::build(prompt_tokens, &self.cal, nonce.as_deref(), index),
         };
+        let conversation = cfg.conversation();
+        let turn = conversation.is_multi_turn().then(|| {
+            let (u, z) = (r.unit(), r.normal());
+            let id = self.next_conv;
+            self.next_conv += 1;
+            self.convs.insert(
+                id,
+                Conv {
+                    turns: conversation.turns.sample(u, z).max(1),
+                    sent: 1,
+                    history: Vec::new(),
+                    user: text.clone(),
+                    due_us: None,
+                },
+            );
+            TurnOf {
+                conversation: id,
+                turn: 0,
+            }
+        });
+        self.send(
+            now_us,
+            (index, d, turn),
+            (prompt_tokens, output_tokens),
+            text,
+            Vec::new(),
+            transport,
+        );
+    }
+
+    /// Sends the conversations' next turns that are due at `now_us` (a turn due after the
+    /// step's windows ends its conversation instead); returns when the next is due.
+    fn dispatch_turns(&mut self, now_us: u64, transport: &mut dyn Transport) -> Option<u64> {
+        let due: Vec<u32> = self
+            .convs
+            .iter()
+            .filter(|(_, c)| c.due_us.is_some_and(|t| t <= now_us))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            let Some(sched) = self.sched.as_mut() else {
+                break;
+            };
+            if sched.clock().is_over(now_us) {
+                self.convs.remove(&id);
+                sched.on_complete(now_us);
+                continue;
+            }
+            let d = sched.on_turn(now_us);
+            let index = self.next_index;
+            self.next_index += 1;
+            let r = &mut self.plan_rng;
+            let (u1, z1, u2, z2) = (r.unit(), r.normal(), r.unit(), r.normal());
+            // The shared prefix was sent once, at the start: a later message is the rest.
+            let prefix = self.cfg.cache.value.shared_prefix.map_or(0, |p| p.tokens);
+            let prompt_tokens = self
+                .cfg
+                .prompt_len
+                .value
+                .sample(u1, z1)
+                .saturating_sub(prefix)
+                .max(1);
+            let output_tokens = self.cfg.output_len.value.sample(u2, z2);
+            let text = prompt::message(prompt_tokens, &self.cal, index);
+            let Some(c) = self.convs.get_mut(&id) else {
+                continue;
+            };
+            let turn = TurnOf {
+                conversation: id,
+                turn: c.sent,
+            };
+            c.sent += 1;
+            c.due_us = None;
+            c.user.clone_from(&text);
+            let history = c.history.clone();
+            self.send(
+                now_us,
+                (index, d, Some(turn)),
+                (prompt_tokens, output_tokens),
+                text,
+                history,
+                transport,
+            );
+        }
+        self.convs.values().filter_map(|c| c.due_us).min()
+    }
+
+    /// Builds request `index` (its dispatch, and its turn of a conversation) and hands it
+    /// to the transport.
+    fn send(
+        &mut self,
+        now_us: u64,
+        (index, d, turn): (u32, Dispatched, Option<TurnOf>),
+        (prompt_tokens, output_tokens): (u32, u32),
+        text: String,
+        history: Vec<(String, String)>,
+        transport: &mut dyn Transport,
+    ) {
+        let cfg = &self.cfg;
         let spec = RequestSpec {
             model: cfg.model.id.value.clone(),
             prompt: text,
@@ -426,6 +565,7 @@ impl RunSession {
             include_usage: true,
             continuous_usage: self.continuous_usage,
             reasoning: cfg.reasoning_request(),
+            history,
         };
         let body = spec.body(self.dialect).to_string();
         let mut timeline = RequestTimeline::new(
@@ -438,6 +578,9 @@ impl RunSession {
         );
         timeline.set_arrival(d.intended_us, d.held_by_cap);
         timeline.set_secrets(self.secrets.clone());
+        if let Some(t) = turn {
+            timeline.set_turn(t);
+        }
         self.in_flight.insert(
             index,
             InFlight {
@@ -447,8 +590,10 @@ impl RunSession {
             },
         );
         self.phases.push((index, d.phase));
-        self.progress.dispatched = sched.dispatched();
-        self.progress.in_flight.0 = sched.in_flight();
+        if let Some(sched) = &self.sched {
+            self.progress.dispatched = sched.dispatched();
+            self.progress.in_flight.0 = sched.in_flight();
+        }
         self.progress.held_by_cap += u32::from(d.held_by_cap);
         self.progress.phase = Some(phase_name(d.phase).to_owned());
         let sent = transport.send(&Outgoing {
@@ -509,12 +654,18 @@ impl RunSession {
             StreamEnd::Failed(_) if self.stopped => StreamEnd::Failed(Outcome::Aborted {}),
             e => e,
         };
-        let rec = f.timeline.finish(t_us, end);
-        if let Some(s) = self.sched.as_mut() {
+        let (rec, answer) = f.timeline.finish_with_answer(t_us, end);
+        // A conversation holds its slot until its last turn (or a failed one) ends.
+        let slot_free = match rec.turn {
+            Some(t) => self.turn_ended(t, &rec, answer, t_us),
+            None => true,
+        };
+        if let (true, Some(s)) = (slot_free, self.sched.as_mut()) {
             s.on_complete(t_us);
             self.progress.in_flight.0 = s.in_flight();
         }
-        if self.calibrate_from_usage {
+        // A later turn's usage counts its history too: only first turns calibrate.
+        if self.calibrate_from_usage && rec.turn.is_none_or(|t| t.turn == 0) {
             if let Some(u) = rec.usage.filter(|u| u.prompt_tokens > 0) {
                 // The words that were sent, and what the server counted: re-derive the
                 // ratio over the calibration's intercept.
@@ -545,6 +696,30 @@ impl RunSession {
         }
         self.progress.tokens += rec.chunk_tokens();
         self.records.push(rec);
+    }
+
+    /// Turn `t` of a conversation ended with `rec`: the answer joins its history and the
+    /// next turn is due after the think time. Whether the conversation is over (its last
+    /// turn, a failed one — there is no answer to continue from — or the run stopped).
+    fn turn_ended(
+        &mut self,
+        t: TurnOf,
+        rec: &RequestRecord,
+        answer: Option<String>,
+        t_us: u64,
+    ) -> bool {
+        let think_us = self.cfg.conversation().think_ms.saturating_mul(1000);
+        let Some(c) = self.convs.get_mut(&t.conversation) else {
+            return true;
+        };
+        if !rec.outcome.is_ok() || self.stopped || c.sent >= c.turns {
+            self.convs.remove(&t.conversation);
+            return true;
+        }
+        let user = std::mem::take(&mut c.user);
+        c.history.push((user, answer.unwrap_or_default()));
+        c.due_us = Some(t_us.saturating_add(think_us));
+        false
     }
 
     /// Stops the run at `now_us`: nothing more is dispatched and every request in

@@ -57,6 +57,8 @@ struct SimNet {
     max_tokens: BTreeMap<u32, u32>,
     /// Words in each request's prompt.
     prompt_words: BTreeMap<u32, u64>,
+    /// Each request's prompt text.
+    prompts: BTreeMap<u32, String>,
     /// Prompt tokens the server counts per prompt word, × 1000.
     tokens_per_word_milli: u64,
     /// Requests in flight right after each poll: (time, count).
@@ -82,6 +84,7 @@ impl SimNet {
             stall_after: BTreeMap::new(),
             max_tokens: BTreeMap::new(),
             prompt_words: BTreeMap::new(),
+            prompts: BTreeMap::new(),
             tokens_per_word_milli: 1000,
             live_after_poll: Vec::new(),
             last_progress: None,
@@ -106,6 +109,7 @@ impl Transport for SimNet {
         let prompt = body["prompt"].as_str().expect("prompt");
         self.prompt_words
             .insert(req.id, prompt.split_whitespace().count() as u64);
+        self.prompts.insert(req.id, prompt.to_owned());
         let t = self.now + self.handover_us;
         self.at(t + self.ttft_us / 2, Ev::Headers(req.id));
         let stop = self.stall_after.get(&req.id).copied().unwrap_or(n).min(n);
@@ -783,4 +787,85 @@ fn shared_prefixes_come_first_and_the_nonce_after_them() {
         "groups differ in block 0"
     );
     assert_ne!(words(&prompts(8)[0])[..48], words(&p[0])[..48]);
+}
+
+/// Multi-turn conversations: each turn resends the whole history (the earlier messages
+/// and the answers actually received) and a new message, after the think time; the
+/// concurrency counts conversations; windows count requests, and the phases agree with
+/// the recomputation from records.
+#[test]
+fn conversations_resend_their_history_after_the_think_time() {
+    let cfg = config(&[
+        ("turns", "3 think=1"),
+        ("concurrency", "2"),
+        ("warmup", "2"),
+        ("measured", "10"),
+        ("cooldown", "2"),
+    ]);
+    let s = RunSession::new(cfg.clone(), Calibration::default(), [5; 32], 1_000_000);
+    let mut net = SimNet::new(50_000, 10_000);
+    let (records, phases) = drive(s, &mut net, None);
+    assert_one_record_each(&net, &records);
+    assert_eq!(records.len(), 14);
+    assert_phases_agree(&cfg, &records, &phases);
+    let mut by_conv: BTreeMap<u32, Vec<&RequestRecord>> = BTreeMap::new();
+    for r in &records {
+        let t = r.turn.expect("every request has its turn");
+        by_conv.entry(t.conversation).or_default().push(r);
+    }
+    assert!(by_conv.len() >= 5, "{} conversations", by_conv.len());
+    let answer = " tok".repeat(20);
+    for (c, turns) in &by_conv {
+        let mut sorted = turns.clone();
+        sorted.sort_by_key(|r| r.index);
+        for (k, r) in sorted.iter().enumerate() {
+            assert_eq!(r.turn.map(|t| t.turn), Some(k as u32), "conversation {c}");
+            if k == 0 {
+                continue;
+            }
+            let prev = sorted[k - 1];
+            // The history: the previous prompt (itself the history before it), its answer.
+            let expected_start = format!("{}{answer}", net.prompts[&prev.index]);
+            let p = &net.prompts[&r.index];
+            assert!(p.starts_with(&expected_start), "conversation {c} turn {k}");
+            assert_eq!(
+                p.split_whitespace().count() - expected_start.split_whitespace().count(),
+                32,
+                "a new message of the prompt length"
+            );
+            let done = prev.t_done_us.expect("ended");
+            assert!(
+                r.t_send_us >= done + 1_000_000,
+                "think time before turn {k}"
+            );
+        }
+    }
+    // Never more than 2 conversations' requests on the wire; fewer while they think.
+    let max = net.live_after_poll.iter().map(|(_, n)| *n).max();
+    assert_eq!(max, Some(2));
+    assert!(net.live_after_poll.iter().any(|(_, n)| *n == 0));
+}
+
+/// Chat-shaped APIs get the history as alternating messages.
+#[test]
+fn a_chat_turn_sends_the_history_as_messages() {
+    let cfg = config(&[("dialect", "chat"), ("turns", "2"), ("concurrency", "1")]);
+    let mut s = RunSession::new(cfg, Calibration::default(), [5; 32], 0);
+    let mut net = Bodies::default();
+    s.poll(0, &mut net);
+    let first = net.0[0].clone();
+    assert_eq!(first["messages"].as_array().map(Vec::len), Some(1));
+    s.on_headers(0, 10, 200, Some("text/event-stream"));
+    s.on_bytes(0, 20, b"data: {\"id\":\"c-0\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" hello\"}}]}\n\ndata: {\"id\":\"c-0\",\"choices\":[],\"usage\":{\"prompt_tokens\":32,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n");
+    s.on_end(0, 30, StreamEnd::Eof);
+    s.poll(30, &mut net);
+    let second = &net.0[1];
+    let m = second["messages"].as_array().expect("messages");
+    assert_eq!(m.len(), 3);
+    assert_eq!(m[0], first["messages"][0]);
+    assert_eq!(
+        m[1],
+        serde_json::json!({"role": "assistant", "content": " hello"})
+    );
+    assert_eq!(m[2]["role"], "user");
 }

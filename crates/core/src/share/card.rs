@@ -122,7 +122,7 @@ fn pin_items(c: &RunConfig) -> Vec<Item> {
             .map(|p| p.value.clone())
             .unwrap_or_default()
     };
-    vec![
+    let mut items = vec![
         item(
             "model",
             format!(
@@ -156,7 +156,12 @@ fn pin_items(c: &RunConfig) -> Vec<Item> {
             "cache, sampling",
             format!("{} · {}", get("cache"), get("sampling")),
         ),
-    ]
+    ];
+    // A multi-turn figure is another workload: the card says so.
+    if c.conversation().is_multi_turn() {
+        items.push(item("conversation", get("conversation")));
+    }
+    items
 }
 
 fn headline_items(s: &CardStep) -> Vec<Item> {

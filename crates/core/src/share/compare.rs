@@ -48,6 +48,7 @@ pub const KEYS: &[(&str, &str, PinId)] = &[
     ("cache", "cache policy", PinId::CachePolicy),
     ("sampling", "sampling", PinId::Sampling),
     ("reasoning", "reasoning", PinId::Reasoning),
+    ("conversation", "conversation", PinId::Conversation),
 ];
 
 /// A headline number of a subject.

@@ -409,6 +409,7 @@ fn build_records(mut raws: Vec<RawRequest>) -> Vec<RequestRecord> {
                 anomalies: Anomalies::default(),
                 reasoning: None,
                 throttle: None,
+                turn: None,
             }
         })
         .collect()

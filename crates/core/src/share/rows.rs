@@ -260,6 +260,30 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
                 &Provenance::default(),
             ),
         },
+        // Before the pin existed every run was independent single turns.
+        {
+            let conv = c.conversation();
+            let text = if conv.is_multi_turn() {
+                format!(
+                    "{} turns per conversation, think {} s, each turn resends the history",
+                    conv.turns,
+                    crate::pins::milli(conv.think_ms)
+                )
+            } else {
+                "single turn (independent requests)".to_owned()
+            };
+            let provenance = c
+                .conversation
+                .as_ref()
+                .map_or_else(Provenance::default, |p| p.provenance.clone());
+            row(
+                PinId::Conversation,
+                "conversation",
+                "conversation",
+                text,
+                &provenance,
+            )
+        },
     ]
 }
 

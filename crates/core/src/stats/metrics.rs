@@ -897,7 +897,9 @@ impl StepAcc {
             }
             cum += u64::from(c.tokens);
         }
-        if let Some(u) = r.usage {
+        // A later turn's prompt is its history and a new message: the pin holds only the
+        // message, so only a conversation's first turn is held to its requested length.
+        if let (Some(u), true) = (r.usage, r.turn.is_none_or(|t| t.turn == 0)) {
             self.prompt_att
                 .add(u64::from(r.prompt_tokens_requested), u.prompt_tokens);
         }
@@ -1358,6 +1360,7 @@ mod tests {
             anomalies: Anomalies::default(),
             reasoning: None,
             throttle: None,
+            turn: None,
         }
     }
 

@@ -4,3 +4,4 @@
 pub mod histogram;
 pub mod metrics;
 pub mod server;
+pub mod turns;

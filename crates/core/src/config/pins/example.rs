@@ -53,6 +53,7 @@ impl Pins {
             ("temperature", "0"),
             ("sampling_extra", "{}"),
             ("reasoning", "none"),
+            ("turns", "1"),
         ];
         Self {
             fields: fields

@@ -48,14 +48,27 @@ impl FitInputs {
             Some(false) => known(&raw.in_flight_cap).and_then(parse_positive_u32),
             None => None,
         };
+        let prompt_max = known(&raw.prompt_tokens)
+            .and_then(parse_length_dist)
+            .map(|d| d.max());
+        let output_max = known(&raw.output_tokens)
+            .and_then(parse_length_dist)
+            .map(|d| d.max());
+        // A conversation's last turn carries every earlier message and answer.
+        let conversation = known(&raw.turns).and_then(parse_conversation);
+        let prefix = known(&raw.shared_prefix)
+            .and_then(parse_shared_prefix)
+            .flatten()
+            .map_or(0, |p| p.tokens);
+        let prompt_max = match (conversation, prompt_max, output_max) {
+            (Some(c), Some(p), Some(o)) => Some(c.context_max(p, o, prefix)),
+            (Some(c), Some(_), None) if c.is_multi_turn() => None,
+            _ => prompt_max,
+        };
         Self {
             concurrency,
-            prompt_max: known(&raw.prompt_tokens)
-                .and_then(parse_length_dist)
-                .map(|d| d.max()),
-            output_max: known(&raw.output_tokens)
-                .and_then(parse_length_dist)
-                .map(|d| d.max()),
+            prompt_max,
+            output_max,
             max_model_len: known(&raw.max_model_len).and_then(parse_positive_u32),
             kv_tokens: known(&raw.kv_capacity)
                 .and_then(parse_kv_capacity)
@@ -78,7 +91,11 @@ impl FitInputs {
                 .iter()
                 .map(|s| s.max_concurrency())
                 .max(),
-            prompt_max: Some(cfg.prompt_len.value.max()),
+            prompt_max: Some(cfg.conversation().context_max(
+                cfg.prompt_len.value.max(),
+                cfg.output_len.value.max(),
+                cfg.cache.value.shared_prefix.map_or(0, |p| p.tokens),
+            )),
             output_max: Some(cfg.output_len.value.max()),
             max_model_len: cfg.kv.max_model_len.value.known().copied(),
             kv_tokens: match cfg.kv.capacity.value {

@@ -282,6 +282,12 @@ pub const FIELD_SPECS: &[FieldSpec] = &[
         control: Control::Text,
         example: "none, visible effort=high, hidden budget=2048",
     },
+    FieldSpec {
+        name: "turns",
+        label: "Turns per conversation (think time between)",
+        control: Control::Text,
+        example: "1, 5 think=2s, uniform(3,8)",
+    },
 ];
 
 /// The spec of field `name`.
@@ -303,6 +309,7 @@ pub fn why(pin: PinId) -> &'static str {
         PinId::Window => "The first seconds (a burst) differ from steady state: warm-up and cool-down are excluded, the measured window is what the numbers cover.",
         PinId::CachePolicy => "A prefix cache skips prefill of what a prompt shares with earlier ones: a unique prefix per request measures the uncached cost, a shared system prompt states exactly what the cache can reuse.",
         PinId::Sampling => "Sampling settings change the work per token and when generation stops.",
+        PinId::Conversation => "Chats and agents resend their whole history every turn: prompts grow turn by turn and the prefix cache decides whether turn 10 is fast. Concurrency then counts conversations.",
         PinId::Reasoning => "A reasoning model spends tokens thinking before it answers: TTFT, the first answer token and tok/s at low effort say nothing about high effort, and hidden reasoning tokens are never timed.",
     }
 }
@@ -567,7 +574,7 @@ pub struct Preset {
 
 /// The workload pins every preset states the same way: exact prompts, exact output
 /// lengths, a unique prefix per request, greedy sampling, a 30 s stall timeout.
-const PRESET_COMMON: [(&str, &str); 8] = [
+const PRESET_COMMON: [(&str, &str); 9] = [
     ("prompt_exactness", "server_tokenizer"),
     ("output_enforcement", "ignore_eos"),
     ("load_mode", "closed"),
@@ -576,6 +583,7 @@ const PRESET_COMMON: [(&str, &str); 8] = [
     ("temperature", "0"),
     ("sampling_extra", "{}"),
     ("shared_prefix", "none"),
+    ("turns", "1"),
 ];
 
 /// An Artificial Analysis workload (`prompt` → `output` tokens) as one stream (1 warm-up,
@@ -631,6 +639,43 @@ pub const PRESETS: &[Preset] = &[
             ("prompt_tokens", "2176"),
             ("output_tokens", "128"),
             ("shared_prefix", "2048"),
+            ("concurrency", "8"),
+            ("warmup", "8"),
+            ("measured", "64"),
+            ("cooldown", "8"),
+        ],
+        slo_ms: None,
+    },
+    // A chat's conversations: five turns, each resending the history, a second's reading
+    // between them; concurrency counts conversations.
+    Preset {
+        group: "pinbench",
+        id: "chat-5-turns",
+        label: "5-turn chat 128→128 per turn, think 1 s, 8 conversations",
+        fills: &[
+            ("prompt_tokens", "128"),
+            ("output_tokens", "128"),
+            ("turns", "5 think=1"),
+            ("concurrency", "8"),
+            ("warmup", "8"),
+            ("measured", "64"),
+            ("cooldown", "8"),
+        ],
+        slo_ms: None,
+    },
+    // A coding agent's session: a 3k-token system prompt and tool list shared by every
+    // session, a 512-token task, then 8 turns in all, each appending a 512-token tool
+    // result to the growing context and answering with a short 64-token step; 0.5 s of
+    // tool time between turns. Its last prompt is ~7.6k tokens.
+    Preset {
+        group: "pinbench",
+        id: "agentic",
+        label: "agentic session: 3k shared prefix, 8 turns of 512-token tool results → 64, c=8",
+        fills: &[
+            ("prompt_tokens", "3584"),
+            ("output_tokens", "64"),
+            ("shared_prefix", "3072"),
+            ("turns", "8 think=0.5"),
             ("concurrency", "8"),
             ("warmup", "8"),
             ("measured", "64"),
@@ -815,6 +860,7 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "temperature",
     "sampling_extra",
     "reasoning",
+    "turns",
 ];
 
 /// The reasoning pin as the form writes it: `none`, `visible effort=high`, `hidden budget=2048`.
@@ -917,6 +963,7 @@ pub fn workload_form(cfg: &RunConfig) -> RawConfig {
     if let Some(r) = &cfg.reasoning {
         fills.push(("reasoning", reasoning_form(&r.value)));
     }
+    fills.push(("turns", cfg.conversation().to_string()));
     if open.is_empty() {
         fills.push(("load_mode", "closed".into()));
         fills.push(("concurrency", list(closed)));
@@ -1063,6 +1110,7 @@ mod tests {
                 PinId::CachePolicy,
                 PinId::Sampling,
                 PinId::Reasoning,
+                PinId::Conversation,
             ]
         );
         assert_eq!(

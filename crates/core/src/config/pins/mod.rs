@@ -652,6 +652,54 @@ pub struct CachePolicy {
     pub shared_prefix: Option<SharedPrefix>,
 }
 
+/// Pin 12: the conversation each load slot runs. One turn: independent requests. More:
+/// the first turn is a prompt of the prompt-length pin (shared prefix and nonce
+/// included); each later turn sends the whole history (every earlier message and the
+/// answer actually received) and a new user message of the prompt length less the shared
+/// prefix (sent once, at the start); the next turn follows the answer after the think
+/// time. Concurrency (or an open loop's arrivals) counts conversations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Conversation {
+    /// Turns per conversation.
+    pub turns: LengthDist,
+    /// Between an answer's end and the next turn's request, ms.
+    pub think_ms: u64,
+}
+
+impl Conversation {
+    /// Independent single-turn requests.
+    pub fn single() -> Self {
+        Self {
+            turns: LengthDist::Fixed { tokens: 1 },
+            think_ms: 0,
+        }
+    }
+
+    /// Whether a conversation may have more than one turn.
+    pub fn is_multi_turn(&self) -> bool {
+        self.turns.max() > 1
+    }
+
+    /// The longest prompt a conversation can send, tokens: the first prompt, then every
+    /// later turn's answer and message (chat templates add a few per message).
+    pub fn context_max(&self, prompt_max: u32, output_max: u32, prefix: u32) -> u32 {
+        let later = self.turns.max().max(1) - 1;
+        let message = prompt_max.saturating_sub(prefix).max(1);
+        prompt_max.saturating_add(later.saturating_mul(message.saturating_add(output_max)))
+    }
+}
+
+impl fmt::Display for Conversation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.turns)?;
+        if self.think_ms > 0 {
+            write!(f, " think={}s", milli(self.think_ms))?;
+        }
+        Ok(())
+    }
+}
+
 /// Words in a nonce (32 choices each: 60 bits); one token each on common tokenizers.
 pub const NONCE_WORDS: u32 = 12;
 
@@ -760,6 +808,10 @@ pub struct RunConfig {
     /// Absent only in reports made before the pin existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<Pinned<ReasoningRequest>>,
+    /// Pin 12: turns per conversation and think time. Absent in reports made before the
+    /// pin existed (single turns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<Pinned<Conversation>>,
 }
 
 impl RunConfig {
@@ -769,6 +821,14 @@ impl RunConfig {
         self.reasoning
             .as_ref()
             .map_or_else(ReasoningRequest::none, |p| p.value.clone())
+    }
+
+    /// The conversation each slot runs (single turns, for a configuration made before
+    /// the pin).
+    pub fn conversation(&self) -> Conversation {
+        self.conversation
+            .as_ref()
+            .map_or_else(Conversation::single, |p| p.value)
     }
 }
 
@@ -800,6 +860,8 @@ pub enum PinId {
     Sampling,
     /// 11.
     Reasoning,
+    /// 12.
+    Conversation,
 }
 
 impl PinId {
@@ -818,6 +880,7 @@ impl PinId {
             PinId::CachePolicy => "cache policy",
             PinId::Sampling => "sampling",
             PinId::Reasoning => "reasoning",
+            PinId::Conversation => "conversation",
         }
     }
 }

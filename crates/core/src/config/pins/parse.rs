@@ -442,6 +442,22 @@ pub fn parse_reasoning(t: &str) -> Option<ReasoningRequest> {
     (mode != ReasoningMode::None || (r.effort.is_none() && r.budget_tokens.is_none())).then_some(r)
 }
 
+/// Parses the conversation pin: a turn count or distribution (`1`, `5`, `uniform(3,8)`),
+/// then optionally `think=SECONDS` (`think=2`, `think=0.5s`).
+pub fn parse_conversation(t: &str) -> Option<Conversation> {
+    let t = t.trim().to_ascii_lowercase();
+    let (turns, think) = match t.split_once("think=") {
+        Some((a, b)) => (a.trim(), Some(b.trim())),
+        None => (t.as_str(), None),
+    };
+    let turns = parse_length_dist(turns).filter(|d| d.max() <= 1000)?;
+    let think_ms = match think {
+        Some(s) => parse_milli(s.strip_suffix('s').unwrap_or(s).trim())?,
+        None => 0,
+    };
+    Some(Conversation { turns, think_ms })
+}
+
 /// Parses the shared-prefix pin: `none`, `2048` (one prefix) or `2048x4` (four groups);
 /// `Some(None)` for none.
 pub fn parse_shared_prefix(t: &str) -> Option<Option<SharedPrefix>> {
@@ -672,6 +688,12 @@ impl TryFrom<&RawConfig> for RunConfig {
             parse_reasoning,
         );
 
+        let conversation = p.get(
+            "turns",
+            "turns per conversation (1, 5 or uniform(3,8), at most 1000), optionally with think=SECONDS between turns",
+            parse_conversation,
+        );
+
         if !p.problems.is_empty() {
             return Err(PinError::Unpinned(p.problems));
         }
@@ -750,6 +772,7 @@ impl TryFrom<&RawConfig> for RunConfig {
                 provenance: temperature.provenance,
             },
             reasoning: Some(reasoning.ok_or_else(unpinned)?),
+            conversation: Some(conversation.ok_or_else(unpinned)?),
         })
     }
 }

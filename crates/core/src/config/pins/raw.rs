@@ -108,6 +108,9 @@ raw_config! {
     sampling_extra => PinId::Sampling,
     /// `none`, `visible` or `hidden`, with `effort=LEVEL` or `budget=TOKENS` as sent.
     reasoning => PinId::Reasoning,
+    /// Turns per conversation (`1`, `5`, `uniform(3,8)`), with `think=SECONDS` between
+    /// an answer and the next turn.
+    turns => PinId::Conversation,
 }
 
 impl RawConfig {
