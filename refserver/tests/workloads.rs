@@ -219,3 +219,49 @@ fn conversations_resend_their_history_and_find_it_cached() {
     assert_eq!(by_turn[0].cached_permille, Some(0));
     assert!(by_turn[3].cached_permille > Some(700), "{:?}", by_turn[3]);
 }
+
+/// Per-turn TTFT: with the cache on, a later turn prefills only its new message and its
+/// TTFT stays near the first turn's; with it off, each turn prefills the whole history
+/// and TTFT grows with the turn (tiny profile: ~10 µs of prefill per token, so the sixth
+/// turn's ~3,150 tokens cost ~31 ms against the first's ~5 ms).
+#[test]
+fn per_turn_ttft_grows_with_the_history_only_without_the_cache() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let ttft_by_turn = |cache: &str| {
+        let tmp = Tmp::new(&format!("turn-ttft-{cache}"));
+        let server = Server::start(&["--prefix-cache", cache]);
+        let base = format!("http://127.0.0.1:{}", server.port);
+        let pins = Pins::reference()
+            .endpoint(&base)
+            .with(&[
+                ("prompt_exactness", "server_tokenizer"),
+                ("stall_timeout_s", "30"),
+                ("phases", "colocated"),
+                ("turns", "6"),
+            ])
+            .lengths(512, 16)
+            .concurrency(1)
+            .windows("0", "12", "0")
+            .share_json()
+            .expect("pins");
+        let report = run(&tmp, &pins, &[]);
+        let measured = pinbench::core::report::measured_ok(&report, 0);
+        let rows = pinbench::core::turns::by_turn(&measured);
+        assert_eq!(rows.len(), 6, "{cache}");
+        rows.iter()
+            .map(|r| r.ttft_us.expect("TTFT").0)
+            .collect::<Vec<u64>>()
+    };
+    let off = ttft_by_turn("off");
+    let on = ttft_by_turn("on");
+    eprintln!("TTFT p50 by turn (µs): cache off {off:?}, on {on:?}");
+    assert!(off[5] > 3 * off[0], "without the cache TTFT grows: {off:?}");
+    assert!(
+        2 * on[5] < 3 * on[0],
+        "with it, the last turn near the first: {on:?}"
+    );
+    assert!(
+        3 * on[5] < off[5],
+        "the cache saves the history's prefill: {on:?} {off:?}"
+    );
+}

@@ -3,7 +3,10 @@
 // prefix cache on. Every request's prompt length and cached tokens, as the tab recorded
 // them from the server's usage, equal the server's truth; the first request prefills the
 // shared 2048 tokens and every later one finds exactly them; the results say the cache
-// served the pinned prefix and nothing beyond it. Usage: node tests/e2e/workloads.mjs dist
+// served the pinned prefix and nothing beyond it. Then the 5-turn chat and the agentic
+// session presets against the served profile (8B on H100, cache on): every turn's prompt
+// and cached tokens equal the truth, conversations hold their turns in order, and the
+// results show the figures by turn. Usage: node tests/e2e/workloads.mjs dist
 import os from "node:os";
 import path from "node:path";
 import { serveDist, launch, checker, watchErrors, startAndDownload } from "./lib.mjs";
@@ -12,6 +15,7 @@ import { startRefserver } from "./refserver.mjs";
 const dist = process.argv[2] ?? "dist";
 const { server: web, url } = await serveDist(dist);
 const ref = await startRefserver(["--prefix-cache", "on"]);
+const served = await startRefserver(["--profile", "8b-h100", "--prefix-cache", "on"]);
 const { check, finish } = checker();
 const browser = await launch(["--ignore-certificate-errors"]);
 
@@ -53,8 +57,45 @@ try {
   const verdict = await page.getByTestId("server-findings").textContent();
   check(verdict.includes("pinned a 2048-token shared prefix, the rest cold"), `the results state what the cache served against the pin (${verdict.slice(0, 200)})`);
   check(errors.length === 0, `no page errors (${errors.join("; ")})`);
+
+  for (const [preset, turns, cachedLast] of [["chat-5-turns", 5, 0.5], ["agentic", 8, 0.9]]) {
+    const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
+    const errors = watchErrors(page);
+    await page.goto(url);
+    await page.getByTestId("pin-endpoint_url").fill(`https://127.0.0.1:${served.https}`);
+    await page.getByTestId("probe").click();
+    await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 15000 });
+    await page.getByTestId(`preset-${preset}`).click();
+    await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
+    const truthBase = `http://127.0.0.1:${served.http}`;
+    const since = (await (await fetch(`${truthBase}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
+    const file = path.join(os.tmpdir(), `pinbench-workloads-${preset}-${process.pid}.json`);
+    const { report } = await startAndDownload(page, file, 300000);
+    const truths = await (await fetch(`${truthBase}/truth?since=${since}`)).json();
+    const byId = new Map(truths.map((t) => [t.response_id, t]));
+    const records = [...report.body.records].sort((a, b) => a.index - b.index);
+    check(records.length === 80 && records.every((r) => r.outcome.kind === "ok" && r.turn), `${preset}: 80 requests answered, each with its turn`);
+    const off = records.filter((r) => {
+      const t = byId.get(r.response_id);
+      return !t || r.usage?.prompt_tokens !== t.prompt_tokens || r.usage?.cached_tokens !== t.cached_tokens;
+    });
+    check(off.length === 0, `${preset}: every turn's prompt and cached tokens equal the server's truth (${off.length} differ)`);
+    const convs = new Map();
+    for (const r of records) convs.set(r.turn.conversation, [...(convs.get(r.turn.conversation) ?? []), r]);
+    const ordered = [...convs.values()].every((rs) => rs.every((r, k) => r.turn.turn === k) && rs.length <= turns);
+    const grows = [...convs.values()].every((rs) => rs.every((r, k) => k === 0 || r.usage.prompt_tokens > rs[k - 1].usage.prompt_tokens + rs[k - 1].usage.completion_tokens));
+    check(ordered && grows, `${preset}: ${convs.size} conversations, turns in order, each prompt holding the previous prompt and answer`);
+    const last = records.filter((r) => r.turn.turn === turns - 1);
+    const share = last.reduce((s, r) => s + r.usage.cached_tokens, 0) / last.reduce((s, r) => s + r.usage.prompt_tokens, 0);
+    check(last.length > 0 && share > cachedLast, `${preset}: the last turn finds most of its prompt cached (${(share * 100).toFixed(1)} % over ${last.length} requests)`);
+    const table = page.getByTestId("by-turn-0");
+    const rows = await table.locator("tbody tr").count();
+    check(rows === turns, `${preset}: the results show figures for each of the ${turns} turns (${rows} rows)`);
+    check(errors.length === 0, `${preset}: no page errors (${errors.join("; ")})`);
+  }
 } finally {
   await browser.close();
+  served.stop();
   ref.stop();
   web.close();
 }
