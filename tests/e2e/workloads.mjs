@@ -91,6 +91,16 @@ try {
     const table = page.getByTestId("by-turn-0");
     const rows = await table.locator("tbody tr").count();
     check(rows === turns, `${preset}: the results show figures for each of the ${turns} turns (${rows} rows)`);
+    const charts = async (p) => (await p.locator('[data-testid="figure-chart-ttft-by-turn"] svg').count()) + (await p.locator('[data-testid="figure-chart-cached-by-turn"] svg').count());
+    check(await charts(page) === 2, `${preset}: the results draw TTFT and the cached share by turn`);
+    // The downloaded report opens in the viewer with the same per-turn table and charts.
+    await page.getByTestId("nav-reports").click();
+    await page.getByTestId("open-file").setInputFiles(file);
+    // The Run screen stays mounted (hidden): look only at what is visible.
+    const viewer = page.locator('[data-testid="report-body"]:visible');
+    await viewer.locator('[data-testid="by-turn-0"]').waitFor({ timeout: 30000 });
+    const viewerRows = await viewer.locator('[data-testid="by-turn-0"] tbody tr').count();
+    check(viewerRows === turns && await charts(viewer) === 2, `${preset}: the viewer shows the report's ${viewerRows} turns and both charts`);
     check(errors.length === 0, `${preset}: no page errors (${errors.join("; ")})`);
   }
 } finally {

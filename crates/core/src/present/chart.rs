@@ -709,6 +709,61 @@ pub fn time_charts(
     ]
 }
 
+/// A multi-turn step's charts by turn (from [`crate::turns::by_turn`]): TTFT p50 and p99,
+/// and the share of each turn's prompt the server served from its cache.
+pub fn turn_charts(rows: &[crate::turns::TurnRow]) -> Vec<Chart> {
+    let turn = |r: &crate::turns::TurnRow| f64::from(r.turn + 1);
+    let ttft = |q: fn((u64, u64)) -> u64| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter_map(|r| Some((turn(r), q(r.ttft_us?) as f64 / 1000.0)))
+            .collect()
+    };
+    let cached: Vec<(f64, f64)> = rows
+        .iter()
+        .filter_map(|r| Some((turn(r), r.cached_permille? as f64 / 10.0)))
+        .collect();
+    let mut out = vec![Chart {
+        id: "ttft-by-turn".into(),
+        title: "TTFT by turn of the conversation".into(),
+        x_label: "turn".into(),
+        y_label: "TTFT (ms)".into(),
+        x_log: false,
+        x_integer: true,
+        y_integer: false,
+        series: vec![
+            Series {
+                name: "p50".into(),
+                points: ttft(|q| q.0),
+                mark: Mark::Dots,
+            },
+            Series {
+                name: "p99".into(),
+                points: ttft(|q| q.1),
+                mark: Mark::Dots,
+            },
+        ],
+        bands: vec![],
+    }];
+    if !cached.is_empty() {
+        out.push(Chart {
+            id: "cached-by-turn".into(),
+            title: "Prompt served from the server's cache, by turn".into(),
+            x_label: "turn".into(),
+            y_label: "cached share of the prompt (%)".into(),
+            x_log: false,
+            x_integer: true,
+            y_integer: false,
+            series: vec![Series {
+                name: "cached tokens ÷ prompt tokens (server's counts)".into(),
+                points: cached,
+                mark: Mark::Dots,
+            }],
+            bands: vec![],
+        });
+    }
+    out
+}
+
 /// The sweep curve: per-stream decode tok/s (p50) against aggregate tok/s, one point per
 /// step (the throughput-vs-interactivity frontier).
 pub fn sweep_chart(figures: &Summary) -> Chart {

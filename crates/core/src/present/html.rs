@@ -111,7 +111,7 @@ pub fn pin_table(out: &mut String, rows: &[PinRow]) {
 /// records carry turns.
 pub fn by_turn(out: &mut String, r: &Report, step: u32) {
     let recs = crate::report::measured_ok(r, step);
-    let rows = crate::turns::by_turn(&recs);
+    let rows: Vec<crate::turns::TurnRow> = crate::turns::by_turn(&recs);
     if rows.is_empty() {
         return;
     }
@@ -120,7 +120,7 @@ pub fn by_turn(out: &mut String, r: &Report, step: u32) {
         r#"<div class="table-scroll" tabindex="0" role="region" aria-label="By turn"><table data-testid="by-turn-{step}"><caption>By turn of the conversation (measured window): the prompt grows with the history; the cached share is the server's own count</caption><thead><tr><th scope="col">turn</th><th scope="col">requests</th><th scope="col">prompt tokens (mean, server)</th><th scope="col">cached</th><th scope="col">TTFT p50</th><th scope="col">TTFT p99</th><th scope="col">decode tok/s p50 (per stream)</th></tr></thead><tbody>"#
     );
     let dash = || "—".to_owned();
-    for t in rows {
+    for t in &rows {
         let _ = write!(
             out,
             r#"<tr><th scope="row">{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
@@ -136,7 +136,11 @@ pub fn by_turn(out: &mut String, r: &Report, step: u32) {
             t.decode_p50_milli.map_or_else(dash, view::fmt_rate),
         );
     }
-    out.push_str("</tbody></table></div>");
+    out.push_str(r#"</tbody></table></div><div class="charts">"#);
+    for c in chart::turn_charts(&rows) {
+        chart_figure(out, &c);
+    }
+    out.push_str("</div>");
 }
 
 /// Where the time to first token went (step 0), when the records carry wire times.
