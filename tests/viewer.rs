@@ -202,6 +202,50 @@ fn compare_verdicts() {
     r.body.config.endpoint.base_url = "https://vendor.example".into();
     let c = compare(&[a.clone(), subject("v", &r)]);
     assert_eq!(c.verdict, Verdict::Comparable);
+    // Two replays of one trace at different time scales, or of different traces, are
+    // not comparable, and the load row says which trace and scale each replayed.
+    let replay = |scale: u32, sha: &str| {
+        let mut r = fixture_report();
+        let trace = pinbench::core::trace::parse(include_bytes!(
+            "fixtures/traces/mooncake_conversation_head60.jsonl"
+        ))
+        .expect("parses");
+        let mut t =
+            pinbench::core::pins::TraceRef::of("mooncake-conversation-60", true, &trace, scale, 0);
+        if !sha.is_empty() {
+            t.sha256 = sha.into();
+        }
+        r.body.config.trace = Some(pinbench::core::pins::Pinned {
+            value: t,
+            provenance: Default::default(),
+        });
+        subject("r", &r)
+    };
+    let (x, y) = (replay(1000, ""), replay(500, ""));
+    assert_eq!(
+        compare(&[x.clone(), x.clone()]).verdict,
+        Verdict::Comparable
+    );
+    let c = compare(&[x.clone(), y]);
+    assert!(c
+        .verdict
+        .sentence()
+        .starts_with("not comparable: differs in load"));
+    let load = c.pins.iter().find(|r| r.key == "load").expect("row");
+    assert!(load.cells[0].contains("time scale 1 "), "{:?}", load.cells);
+    assert!(
+        load.cells[1].contains("time scale 0.5 "),
+        "{:?}",
+        load.cells
+    );
+    let other = replay(1000, &"ab".repeat(32));
+    let c = compare(&[x, other]);
+    let load = c.pins.iter().find(|r| r.key == "load").expect("row");
+    assert!(
+        load.differs && load.cells[1].contains("sha256 abababababab…"),
+        "{:?}",
+        load.cells
+    );
     // A vLLM result leaves pins open: never comparable with a pinned report.
     let v = vllm();
     let c = compare(&[a, v]);

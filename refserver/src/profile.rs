@@ -92,7 +92,7 @@ impl Profile {
             kv_bytes_per_token: 131_072,
             kv_capacity_tokens: 430_000,
             max_num_seqs: 256,
-            max_model_len: 8_192,
+            max_model_len: 131_072,
             batching: Batching::Continuous,
             prefill_budget_tokens: 8_192,
             step_overhead_us: 1_000,

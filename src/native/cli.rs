@@ -130,6 +130,11 @@ pub struct RunArgs {
     /// Where to write the report.
     #[arg(long, value_name = "FILE", default_value = "pinbench-report.json")]
     pub out: PathBuf,
+    /// A trace file to replay (Mooncake JSONL, BurstGPT CSV or Azure LLM inference CSV):
+    /// its SHA-256, rows and lengths become the trace pin; the pins' `trace` field gives
+    /// `scale=` and `offset=`, and `load_mode` must be `replay`.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// Do not probe the endpoint for pins the file leaves open (every pin must be set).
     #[arg(long)]
     pub no_probe: bool,
@@ -466,6 +471,43 @@ pub fn view(a: &ViewArgs) -> Result<i32, CliError> {
     Ok(outcome.exit_code())
 }
 
+/// Reads a trace file to replay and writes its pin into `raw` (keeping the pin's
+/// `scale=` and `offset=`).
+fn read_trace(
+    path: &std::path::Path,
+    raw: &mut RawConfig,
+) -> Result<crate::core::trace::Trace, CliError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError::Usage(format!("could not read {}: {e}", path.display())))?;
+    let trace = crate::core::trace::parse(&bytes)
+        .map_err(|e| CliError::Pins(format!("{} is not a trace: {e}", path.display())))?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
+    let text =
+        crate::core::pins::trace_file_pin(&raw.trace.text, &name, &trace).ok_or_else(|| {
+            CliError::Pins(format!(
+                "the trace pin '{}' has a bad scale= or offset=",
+                raw.trace.text
+            ))
+        })?;
+    raw.trace = crate::core::pins::RawField::declared(text);
+    Ok(trace)
+}
+
+/// A built-in trace, from its file compiled into this command (the tab fetches the same
+/// file from the bundle's `traces/` folder).
+fn builtin_trace(name: &str) -> Result<crate::core::trace::Trace, CliError> {
+    let text = match crate::core::trace::builtin(name).map(|b| b.file) {
+        Some("mooncake_conversation_head60.jsonl") => {
+            include_str!("../../tests/fixtures/traces/mooncake_conversation_head60.jsonl")
+        }
+        _ => return Err(CliError::Pins(format!("no built-in trace is named {name}"))),
+    };
+    crate::core::trace::parse(text.as_bytes())
+        .map_err(|e| CliError::Pins(format!("the built-in trace {name}: {e}")))
+}
+
 fn load_key(k: &KeyArgs) -> Result<KeyPair, CliError> {
     let path = k.key.as_deref();
     let default = std::env::var_os("HOME")
@@ -573,7 +615,7 @@ pub struct NativeRun {
 /// Runs the session over the native network until it finishes (or Ctrl-C stops it).
 async fn drive(
     cfg: RunConfig,
-    calibration: Calibration,
+    (calibration, trace): (Calibration, Option<&crate::core::trace::Trace>),
     (mut net, mut rx): (NativeNet, mpsc::UnboundedReceiver<NetEvent>),
     clock: Clock,
     quiet: bool,
@@ -586,6 +628,15 @@ async fn drive(
         random_bytes().map_err(CliError::Report)?,
         clock.now_us(),
     );
+    if let Some(t) = trace {
+        session.set_trace(t).map_err(CliError::Pins)?;
+    }
+    if session.lacks_trace() {
+        return Err(CliError::Pins(
+            "the pins replay a trace that is not at hand (a file: pass it with --trace FILE)"
+                .into(),
+        ));
+    }
     session.set_credentials(api_key, &extra_headers);
     let protocol = net.protocol();
     let tty = std::io::stderr().is_terminal();
@@ -963,6 +1014,10 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         )));
     }
     let mut raw = read_raw_pins(&a.pins)?;
+    let trace = match &a.trace {
+        Some(path) => Some(read_trace(path, &mut raw)?),
+        None => None,
+    };
     let slo = Slo::from_ms_fields(&a.slo_ttft_ms, &a.slo_tpot_ms, &a.slo_e2e_ms)
         .map_err(CliError::Usage)?;
     let host = a.net.host();
@@ -984,6 +1039,17 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         probes = p.snapshots;
     }
     let cfg = pin(&raw, &a.pins)?;
+    let trace = match (trace, &cfg.trace) {
+        (None, Some(t)) if t.value.builtin => Some(builtin_trace(&t.value.name)?),
+        (None, Some(t)) => {
+            return Err(CliError::Usage(format!(
+                "{} replays the trace file {}: pass it with --trace FILE",
+                a.pins.display(),
+                t.value.name
+            )))
+        }
+        (trace, _) => trace,
+    };
     let api_key = a.net.api_key(&cfg.endpoint.base_url)?;
     let key = load_key(&a.key)?;
     if let Some(at) = a.start_at {
@@ -1004,7 +1070,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         let extra: Vec<(String, String)> = a.net.header.iter().cloned().collect();
         drive(
             cfg.clone(),
-            calibration,
+            (calibration, trace.as_ref()),
             (net, rx),
             clock,
             a.quiet,

@@ -48,6 +48,9 @@ pub struct RunRequest {
     pub extra_header: Option<(String, String)>,
     /// 32 random bytes for the session.
     pub seed: Vec<u8>,
+    /// A replay's trace file (its text; the page has checked that it reads and is the
+    /// pinned file), `None` for other runs.
+    pub trace: Option<String>,
     /// The checkpoint the run's worker writes its completed records to (the page's key
     /// of the run); `None`: the records are not stored while the run goes.
     pub checkpoint_key: Option<String>,
@@ -388,6 +391,15 @@ impl BrowserHost {
         let timer_resolution_us = web::timer_resolution_us();
         web::fetch::reset_resource_timing();
         let mut session = RunSession::new(req.cfg, req.calibration, seed, now_us());
+        // Read and matched against its pin on the page already (`ui::run`): a trace that
+        // failed here would leave the replay with nothing to send, which its report shows.
+        if let Some(Ok(t)) = req
+            .trace
+            .as_deref()
+            .map(|t| crate::core::trace::parse(t.as_bytes()))
+        {
+            let _ = session.set_trace(&t);
+        }
         let extra: Vec<(String, String)> = req.extra_header.iter().cloned().collect();
         session.set_credentials(req.api_key, &extra);
         let state = Rc::new_cyclic(|weak: &Weak<RefCell<State>>| {

@@ -156,6 +156,13 @@ pub fn RunPage() -> impl IntoView {
             Ok(s) => s,
             Err(e) => return run_error.set(e),
         };
+        // The tab replays the built-in traces; a trace file is the CLI's to read.
+        if let Some(t) = cfg.trace.as_ref().filter(|t| !t.value.builtin) {
+            return run_error.set(format!(
+                "This tab replays only the built-in traces; replay the file {} with `pinbench run --trace FILE`.",
+                t.value.name
+            ));
+        }
         running.set(true);
         storage_note.set(String::new());
         report.set(None);
@@ -169,6 +176,17 @@ pub fn RunPage() -> impl IntoView {
             if let Some(url) = &collect {
                 post_to_collector(&format!("{url}?event=stage&name=calibrating"), "{}".into());
             }
+            // A replay's trace: the built-in ones come with the app (`traces/`).
+            let trace = match cfg.trace.as_ref() {
+                Some(t) => match builtin_trace_text(&t.value).await {
+                    Ok(text) => Some(text),
+                    Err(e) => {
+                        running.set(false);
+                        return run_error.set(e);
+                    }
+                },
+                None => None,
+            };
             let calibration = match lifecycle::calibrate(&PageHost, &cfg).await {
                 Ok(c) => c,
                 Err(e) => {
@@ -198,6 +216,7 @@ pub fn RunPage() -> impl IntoView {
                 api_key: key,
                 extra_header: None,
                 seed: seed.to_vec(),
+                trace,
                 checkpoint_key: Some(ctx.key().to_owned()),
             };
             let sinks = RunSinks {
@@ -596,4 +615,24 @@ fn focus_id(id: &str) {
     {
         let _ = el.focus();
     }
+}
+
+/// A built-in trace's file, fetched from the bundle's `traces/` folder and checked: it
+/// reads, and it is the file the pin names (same SHA-256).
+async fn builtin_trace_text(t: &crate::core::pins::TraceRef) -> Result<String, String> {
+    let b = crate::core::trace::builtin(&t.name)
+        .filter(|_| t.builtin)
+        .ok_or_else(|| format!("{} is not a built-in trace", t.name))?;
+    let text = crate::web::files::fetch_text(&format!("traces/{}", b.file))
+        .await
+        .map_err(|e| format!("The built-in trace {} could not be read: {e}", t.name))?;
+    let trace = crate::core::trace::parse(text.as_bytes())
+        .map_err(|e| format!("The built-in trace {}: {e}", t.name))?;
+    if trace.sha256 != t.sha256 {
+        return Err(format!(
+            "The built-in trace {} served with this page is not the pinned file (SHA-256 {} ≠ {})",
+            t.name, trace.sha256, t.sha256
+        ));
+    }
+    Ok(text)
 }

@@ -3,4 +3,5 @@
 pub mod claim;
 pub mod pins;
 pub mod probe;
+pub mod trace;
 pub mod vendors;

@@ -165,6 +165,62 @@ pub fn build_after(
     out
 }
 
+/// The text of a trace's block `id` in a run drawn from `seed`: [`NONCE_WORDS`] words of
+/// the block's own, then common words; `words_n` words in all (a shorter block is a
+/// prefix of a longer one with the same id).
+fn block_text(id: u64, seed: u64, words_n: u32) -> String {
+    let z = mix(
+        (id ^ (id >> 32)) as u32,
+        seed ^ id.rotate_left(17) ^ 0x7472_6163_6521,
+    );
+    let mut out = random_words(z, words_n.min(NONCE_WORDS));
+    out.push_str(&words(
+        words_n.saturating_sub(NONCE_WORDS),
+        (id % 32) as u32,
+    ));
+    out
+}
+
+/// A replayed trace row's prompt of `tokens` tokens: its blocks' texts in order (Mooncake
+/// blocks of 512 tokens, the first shortened by the calibration's intercept so block
+/// boundaries fall where the trace put them), equal blocks equal text, so what the
+/// trace's rows share the server's cache can reuse. A row without block ids (BurstGPT,
+/// Azure) gets a unique text of its own (`variant`).
+pub fn trace_prompt(
+    blocks: &[u64],
+    tokens: u32,
+    cal: &Calibration,
+    seed: u64,
+    variant: u32,
+) -> String {
+    const BLOCK: u32 = crate::trace::MOONCAKE_BLOCK_TOKENS;
+    let total = cal.words_for(tokens);
+    if blocks.is_empty() {
+        return build(tokens, cal, Some(&nonce(variant, seed)), variant);
+    }
+    let tpw = cal.tokens_per_word_milli.max(1);
+    let head = u32::try_from(cal.intercept_milli.max(0) / 1000).unwrap_or(0);
+    let mut out = String::new();
+    let mut used = 0u32;
+    for (k, id) in blocks.iter().enumerate() {
+        let start = (k as u32).saturating_mul(BLOCK);
+        let block_tokens = tokens.saturating_sub(start).min(BLOCK);
+        let content = if k == 0 {
+            block_tokens.saturating_sub(head)
+        } else {
+            block_tokens
+        };
+        let mut n = u32::try_from((u64::from(content) * 1000 + tpw / 2) / tpw).unwrap_or(0);
+        if k + 1 == blocks.len() {
+            // The last block makes the prompt's length exact.
+            n = total.saturating_sub(used).max(1);
+        }
+        out.push_str(&block_text(*id, seed, n));
+        used += n;
+    }
+    out
+}
+
 /// A later turn's new user message of about `tokens` tokens (the calibration's tokens
 /// per word; no BOS or template: those are counted once, in the conversation's start),
 /// words offset by `variant`.
@@ -213,6 +269,9 @@ pub fn tokenize_count(answer: &str) -> Option<u64> {
 pub fn targets(d: &LengthDist) -> Vec<u32> {
     match *d {
         LengthDist::Fixed { tokens } => vec![tokens],
+        // A replay's lengths are every row's: the fitted line sets them (see
+        // [`Calibrator`]), checked by the server's usage.
+        LengthDist::Trace {} => Vec::new(),
         LengthDist::Uniform { min, max } | LengthDist::NormalClipped { min, max, .. } => {
             if min == max {
                 vec![min]
@@ -341,6 +400,7 @@ impl Calibrator {
                 .push((CALIBRATION_WORDS[self.samples.len()], count));
             if self.samples.len() == CALIBRATION_WORDS.len() {
                 match Calibration::fit(&self.samples) {
+                    Some(c) if self.targets.is_empty() => self.result = Some(Ok(c)),
                     Some(c) => {
                         let w = c.words_for(self.targets[0]);
                         self.cal = Some(c);
@@ -632,6 +692,27 @@ mod tests {
         assert!(common >= a.len() && common < a.len() + nonce(1, 3).len());
         // A prompt no longer than its prefix still has one word of its own.
         assert_eq!(count_words(&build_after(&a, 40, 40, &cal, None, 0)), 41);
+    }
+
+    #[test]
+    fn a_trace_rows_blocks_are_shared_text_and_the_length_holds() {
+        // BOS counted: 1 token before the words.
+        let cal = Calibration::fit(&[(16, 17), (1024, 1025)]).expect("fit");
+        let a = trace_prompt(&[0, 1, 2], 1300, &cal, 7, 0);
+        let b = trace_prompt(&[0, 1, 9], 1100, &cal, 7, 1);
+        assert_eq!((count_words(&a), count_words(&b)), (1299, 1099));
+        // Blocks 0 and 1 (511 + 512 words after BOS) are the same text; block 2 is not.
+        let wa: Vec<&str> = a.split_whitespace().collect();
+        let wb: Vec<&str> = b.split_whitespace().collect();
+        assert_eq!(wa[..1023], wb[..1023]);
+        assert_ne!(wa[1023..1035], wb[1023..1035]);
+        // Another run's seed: other texts.
+        assert_ne!(
+            trace_prompt(&[0], 100, &cal, 8, 0),
+            trace_prompt(&[0], 100, &cal, 7, 0)
+        );
+        // No blocks: a unique text.
+        assert_eq!(count_words(&trace_prompt(&[], 100, &cal, 7, 3)), 99);
     }
 
     #[test]

@@ -214,6 +214,8 @@ pub struct Scheduler {
     /// The arrival now due was found waiting for the cap.
     head_held: bool,
     rng: Rng,
+    /// A replay: each row's arrival after the step's start (scaled), µs, and the next row.
+    replay: Option<(Vec<u64>, usize)>,
 }
 
 impl Scheduler {
@@ -227,7 +229,22 @@ impl Scheduler {
             next_arrival_us: t0_us,
             head_held: false,
             rng: Rng::from_seed(seed),
+            replay: None,
         }
+    }
+
+    /// A replay's scheduler: arrivals at the step's start plus each offset (µs, in order);
+    /// the step ends after the last row, or when its windows end.
+    pub fn replay(mut self, offsets_us: Vec<u64>) -> Self {
+        let t0 = self.next_arrival_us;
+        self.next_arrival_us = t0.saturating_add(offsets_us.first().copied().unwrap_or(0));
+        self.replay = Some((offsets_us, 0));
+        self
+    }
+
+    /// A replay's next row (the row of the request about to be dispatched).
+    pub fn replay_row(&self) -> Option<usize> {
+        self.replay.as_ref().map(|(_, i)| *i)
     }
 
     /// Requests dispatched so far.
@@ -265,6 +282,8 @@ impl Scheduler {
     fn inter_arrival_us(&mut self, rate_milli_rps: u64, arrival: Arrival) -> u64 {
         let mean_s = 1000.0 / rate_milli_rps.max(1) as f64;
         let x = match arrival {
+            // A replay's arrivals are its rows' times ([`Scheduler::replay`]).
+            Arrival::Trace {} => return 0,
             Arrival::Poisson {} => -self.rng.unit().ln(),
             Arrival::Gamma { shape_milli } => {
                 let k = f64::from(shape_milli.max(1)) / 1000.0;
@@ -287,6 +306,11 @@ impl Scheduler {
                 }
             }
             LoadStep::Open { in_flight_cap, .. } => {
+                if let Some((rows, i)) = &self.replay {
+                    if *i >= rows.len() {
+                        return Next::Done;
+                    }
+                }
                 // The next arrival decides: past the cool-down, nothing more is sent.
                 let due = self.next_arrival_us.max(now_us);
                 if self.clock.is_over(due) {
@@ -319,8 +343,17 @@ impl Scheduler {
                 let held = std::mem::take(&mut self.head_held);
                 // The next arrival follows the previous *arrival*, not the dispatch, so a
                 // capped client does not slow the offered rate down.
-                let gap = self.inter_arrival_us(rate_milli_rps, arrival);
-                self.next_arrival_us = self.next_arrival_us.saturating_add(gap);
+                if let Some((rows, i)) = &mut self.replay {
+                    let prev = rows.get(*i).copied().unwrap_or(0);
+                    *i += 1;
+                    let next = rows.get(*i).copied().unwrap_or(prev);
+                    self.next_arrival_us = self
+                        .next_arrival_us
+                        .saturating_add(next.saturating_sub(prev));
+                } else {
+                    let gap = self.inter_arrival_us(rate_milli_rps, arrival);
+                    self.next_arrival_us = self.next_arrival_us.saturating_add(gap);
+                }
                 Dispatched {
                     phase,
                     intended_us: Some(intended),
@@ -522,5 +555,49 @@ mod tests {
         assert_eq!(s.next(t), Next::Dispatch);
         s.on_dispatch(t);
         assert_eq!(s.next(t), Next::WaitForCompletion);
+    }
+
+    #[test]
+    fn a_replay_sends_each_row_at_its_time_and_keeps_late_ones_late() {
+        let p = plan(
+            Span::Requests { count: 0 },
+            Span::Requests { count: 100 },
+            Span::Requests { count: 0 },
+        );
+        let load = LoadStep::Open {
+            rate_milli_rps: 1_000,
+            arrival: Arrival::Trace {},
+            in_flight_cap: 2,
+        };
+        let t0 = 1_000_000;
+        let mut s = Scheduler::new(load, p, t0, [1; 32]).replay(vec![0, 0, 500, 2_000, 2_000]);
+        // Two rows at the start; the cap (2) holds the third, due at +500 µs.
+        let mut sent = Vec::new();
+        for _ in 0..2 {
+            assert_eq!(s.replay_row(), Some(sent.len()));
+            assert_eq!(s.next(t0), Next::Dispatch);
+            sent.push(s.on_dispatch(t0));
+        }
+        assert_eq!(s.next(t0 + 600), Next::WaitForCompletion);
+        s.on_complete(0);
+        // Sent at +900 µs, it stays due at +500 µs: late, and said so.
+        assert_eq!(s.next(t0 + 900), Next::Dispatch);
+        let late = s.on_dispatch(t0 + 900);
+        assert_eq!(late.intended_us, Some(t0 + 500));
+        assert!(late.held_by_cap);
+        s.on_complete(0);
+        s.on_complete(0);
+        // The next two are not moved by that lateness.
+        assert_eq!(s.next(t0 + 1_000), Next::WaitUntil(t0 + 2_000));
+        for _ in 0..2 {
+            assert_eq!(s.next(t0 + 2_000), Next::Dispatch);
+            sent.push(s.on_dispatch(t0 + 2_000));
+        }
+        assert_eq!(
+            sent.iter().map(|d| d.intended_us).collect::<Vec<_>>(),
+            vec![Some(t0), Some(t0), Some(t0 + 2_000), Some(t0 + 2_000)]
+        );
+        // Every row sent: the step is over, whatever its window still allows.
+        assert_eq!(s.next(t0 + 3_000), Next::Done);
     }
 }

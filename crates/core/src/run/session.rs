@@ -215,6 +215,8 @@ pub struct RunSession {
     plan_rng: Rng,
     /// Draws the shared prefixes' words (its own stream: the other draws do not move).
     prefix_seed: u64,
+    /// A replay's rows (arrivals, lengths, blocks), when the trace is at hand.
+    replay: Option<Vec<crate::trace::TraceRow>>,
     /// Conversations of this step (multi-turn runs), by number.
     convs: BTreeMap<u32, Conv>,
     /// The next conversation's number.
@@ -266,6 +268,8 @@ impl RunSession {
             seeds,
             plan_rng,
             prefix_seed,
+            // A replay's rows come from the host, which reads the file (`set_trace`).
+            replay: None,
             convs: BTreeMap::new(),
             next_conv: 0,
             step: 0,
@@ -285,6 +289,28 @@ impl RunSession {
             stopped: false,
             finished: steps == 0,
         }
+    }
+
+    /// A replay's trace file, read by the host: its rows are replayed if it is the file
+    /// the pin names (same SHA-256); otherwise nothing is.
+    pub fn set_trace(&mut self, trace: &crate::trace::Trace) -> Result<(), String> {
+        let Some(t) = self.cfg.trace.as_ref().map(|t| &t.value) else {
+            return Err("the run is not a replay".into());
+        };
+        if trace.sha256 != t.sha256 {
+            return Err(format!(
+                "the trace file is not the one pinned (SHA-256 {} ≠ {})",
+                trace.sha256, t.sha256
+            ));
+        }
+        self.replay = Some(crate::pins::replay_rows(trace, t.offset_ms));
+        Ok(())
+    }
+
+    /// Whether the run is a replay whose trace is not at hand (the host has not given its
+    /// file, built in or not, with [`Self::set_trace`]): it would send nothing.
+    pub fn lacks_trace(&self) -> bool {
+        self.cfg.trace.is_some() && self.replay.is_none()
     }
 
     /// The URL every request goes to.
@@ -365,7 +391,19 @@ impl RunSession {
                     return Wake::Finished;
                 };
                 let seed = seed_bytes(&mut self.seeds);
-                self.sched = Some(Scheduler::new(load, self.cfg.window.value, now_us, seed));
+                let mut sched = Scheduler::new(load, self.cfg.window.value, now_us, seed);
+                if let Some(trace) = &self.cfg.trace {
+                    // A replay's arrivals: its rows' times, scaled. Without its rows it
+                    // sends nothing.
+                    let scale = u64::from(trace.value.scale_milli);
+                    let offsets = self.replay.as_ref().map_or_else(Vec::new, |rows| {
+                        rows.iter()
+                            .map(|r| r.t_us.saturating_mul(scale) / 1000)
+                            .collect()
+                    });
+                    sched = sched.replay(offsets);
+                }
+                self.sched = Some(sched);
                 self.progress.step = (self.step, self.cfg.load.value.steps.len());
                 self.progress.dispatched = 0;
                 self.progress.planned = self.sched.as_ref().and_then(|s| s.planned_total());
@@ -425,9 +463,25 @@ impl RunSession {
         let Some(sched) = self.sched.as_mut() else {
             return;
         };
+        let row = sched.replay_row();
         let d = sched.on_dispatch(now_us);
         let index = self.next_index;
         self.next_index += 1;
+        // A replay's request is its trace row.
+        if let Some(row) = row.and_then(|i| self.replay.as_ref()?.get(i)) {
+            let text =
+                prompt::trace_prompt(&row.blocks, row.input, &self.cal, self.prefix_seed, index);
+            let lengths = (row.input, row.output);
+            self.send(
+                now_us,
+                (index, d, None),
+                lengths,
+                text,
+                Vec::new(),
+                transport,
+            );
+            return;
+        }
         let cfg = &self.cfg;
         let r = &mut self.plan_rng;
         let (u1, z1, u2, z2) = (r.unit(), r.normal(), r.unit(), r.normal());

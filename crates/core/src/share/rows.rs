@@ -154,7 +154,11 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             PinId::Load,
             "load",
             "load (concurrency / rate)",
-            c.load.value.steps_text(),
+            // A replay's load is its trace: which file, its time scale and offset.
+            match &c.trace {
+                Some(t) => format!("{}; {}", t.value, c.load.value.steps_text()),
+                None => c.load.value.steps_text(),
+            },
             &c.load.provenance,
         ),
         row(

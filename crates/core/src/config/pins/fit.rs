@@ -40,13 +40,25 @@ impl FitInputs {
         fn known(f: &RawField) -> Option<&str> {
             Some(f.text.trim()).filter(|t| !t.is_empty() && !t.eq_ignore_ascii_case("undisclosed"))
         }
-        let closed = parse_choice(&raw.load_mode.text, &[("closed", true), ("open", false)]);
+        let closed = parse_choice(
+            &raw.load_mode.text,
+            &[
+                ("closed", Some(true)),
+                ("open", Some(false)),
+                ("replay", None),
+            ],
+        );
         let concurrency = match closed {
-            Some(true) => known(&raw.concurrency)
+            Some(Some(true)) => known(&raw.concurrency)
                 .and_then(|t| parse_list(t, parse_positive_u32))
                 .and_then(|v| v.into_iter().max()),
-            Some(false) => known(&raw.in_flight_cap).and_then(parse_positive_u32),
+            Some(_) => known(&raw.in_flight_cap).and_then(parse_positive_u32),
             None => None,
+        };
+        // A replay's lengths are its trace's.
+        let trace = match closed {
+            Some(None) => known(&raw.trace).and_then(parse_trace),
+            _ => None,
         };
         let prompt_max = known(&raw.prompt_tokens)
             .and_then(parse_length_dist)
@@ -64,6 +76,10 @@ impl FitInputs {
             (Some(c), Some(p), Some(o)) => Some(c.context_max(p, o, prefix)),
             (Some(c), Some(_), None) if c.is_multi_turn() => None,
             _ => prompt_max,
+        };
+        let (prompt_max, output_max) = match &trace {
+            Some(t) => (Some(t.input_max), Some(t.output_max)),
+            None => (prompt_max, output_max),
         };
         Self {
             concurrency,
@@ -91,12 +107,19 @@ impl FitInputs {
                 .iter()
                 .map(|s| s.max_concurrency())
                 .max(),
-            prompt_max: Some(cfg.conversation().context_max(
-                cfg.prompt_len.value.max(),
-                cfg.output_len.value.max(),
-                cfg.cache.value.shared_prefix.map_or(0, |p| p.tokens),
-            )),
-            output_max: Some(cfg.output_len.value.max()),
+            prompt_max: Some(match &cfg.trace {
+                Some(t) => t.value.input_max,
+                None => cfg.conversation().context_max(
+                    cfg.prompt_len.value.max(),
+                    cfg.output_len.value.max(),
+                    cfg.cache.value.shared_prefix.map_or(0, |p| p.tokens),
+                ),
+            }),
+            output_max: Some(
+                cfg.trace
+                    .as_ref()
+                    .map_or(cfg.output_len.value.max(), |t| t.value.output_max),
+            ),
             max_model_len: cfg.kv.max_model_len.value.known().copied(),
             kv_tokens: match cfg.kv.capacity.value {
                 Disclosure::Value(KvCapacity::Tokens { tokens }) => Some(tokens),

@@ -84,6 +84,10 @@ const LOAD_MODES: &[(&str, &str)] = &[
         "closed loop: a fixed number of requests in flight",
     ),
     ("open", "open loop: requests arrive at a rate"),
+    (
+        "replay",
+        "replay: requests arrive as a real trace's did, with its lengths",
+    ),
 ];
 const PHASES: &[(&str, &str)] = &[
     ("colocated", "colocated"),
@@ -191,6 +195,12 @@ pub const FIELD_SPECS: &[FieldSpec] = &[
         label: "Arrivals",
         control: Control::Arrival,
         example: "poisson",
+    },
+    FieldSpec {
+        name: "trace",
+        label: "Trace (replayed: arrivals, lengths, shared blocks)",
+        control: Control::Text,
+        example: "mooncake-conversation-60 scale=1 offset=0s",
     },
     FieldSpec {
         name: "in_flight_cap",
@@ -341,10 +351,15 @@ pub fn sections() -> Vec<Section> {
 /// Whether field `name` applies to the form as it is (open-loop fields only in an open
 /// loop, and the other way round).
 pub fn applies(raw: &RawConfig, name: &str) -> bool {
-    let closed = parse_choice(&raw.load_mode.text, &[("closed", true), ("open", false)]);
+    let mode = parse_choice(
+        &raw.load_mode.text,
+        &[("closed", 0), ("open", 1), ("replay", 2)],
+    );
     match name {
-        "concurrency" => closed != Some(false),
-        "rate_rps" | "arrival" | "in_flight_cap" => closed == Some(false),
+        "concurrency" => mode.is_none_or(|m| m == 0),
+        "rate_rps" | "arrival" => mode == Some(1),
+        "in_flight_cap" => matches!(mode, Some(1 | 2)),
+        "trace" => mode == Some(2),
         _ => true,
     }
 }
@@ -491,7 +506,7 @@ pub fn length_reshape(text: &str, shape: LengthShape) -> String {
         Some(LengthDist::Fixed { tokens }) => tokens.to_string(),
         Some(LengthDist::Uniform { min, max }) => (min / 2 + max / 2).to_string(),
         Some(LengthDist::NormalClipped { mean, .. }) => mean.to_string(),
-        None => parts.first().cloned().unwrap_or_default(),
+        Some(LengthDist::Trace {}) | None => parts.first().cloned().unwrap_or_default(),
     };
     let parts: Vec<String> = match shape {
         LengthShape::Fixed => vec![typical],
@@ -683,6 +698,26 @@ pub const PRESETS: &[Preset] = &[
         ],
         slo_ms: None,
     },
+    // A real trace: the first 60 requests of Mooncake's conversation trace (kvcache-ai,
+    // FAST'25) as they arrived over 15 s, with their lengths (up to 87k-token prompts) and
+    // shared 512-token blocks; at most 64 in flight.
+    Preset {
+        group: "pinbench",
+        id: "mooncake-replay",
+        label: "Mooncake conversation trace replay, 60 requests over 15 s",
+        fills: &[
+            ("load_mode", "replay"),
+            ("trace", "mooncake-conversation-60 scale=1 offset=0s"),
+            ("in_flight_cap", "64"),
+            ("prompt_tokens", "trace"),
+            ("output_tokens", "trace"),
+            ("nonce_prefix", "off"),
+            ("warmup", "0"),
+            ("measured", "60"),
+            ("cooldown", "0"),
+        ],
+        slo_ms: None,
+    },
     Preset {
         group: "pinbench",
         id: "agent",
@@ -851,6 +886,7 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "rate_rps",
     "arrival",
     "in_flight_cap",
+    "trace",
     "stall_timeout_s",
     "warmup",
     "measured",
@@ -916,6 +952,7 @@ pub fn workload_form(cfg: &RunConfig) -> RawConfig {
                     Arrival::Gamma { shape_milli } => {
                         format!("gamma({})", milli(u64::from(shape_milli)))
                     }
+                    Arrival::Trace {} => "trace".to_owned(),
                 },
                 in_flight_cap.to_string(),
             )),
@@ -964,7 +1001,13 @@ pub fn workload_form(cfg: &RunConfig) -> RawConfig {
         fills.push(("reasoning", reasoning_form(&r.value)));
     }
     fills.push(("turns", cfg.conversation().to_string()));
-    if open.is_empty() {
+    if let Some(t) = &cfg.trace {
+        fills.push(("load_mode", "replay".into()));
+        fills.push(("trace", t.value.form_text()));
+        if let Some(first) = open.first() {
+            fills.push(("in_flight_cap", first.2.clone()));
+        }
+    } else if open.is_empty() {
         fills.push(("load_mode", "closed".into()));
         fills.push(("concurrency", list(closed)));
     } else {
@@ -1022,6 +1065,8 @@ pub fn plan_summary(cfg: &RunConfig, ms_per_token: Option<u64>) -> PlanSummary {
         LengthDist::Fixed { tokens } => u64::from(tokens),
         LengthDist::Uniform { min, max } => (u64::from(min) + u64::from(max)) / 2,
         LengthDist::NormalClipped { mean, .. } => u64::from(mean),
+        // A replay's lengths are its rows': their means are not pinned.
+        LengthDist::Trace {} => 0,
     };
     let (p, o) = (mean(&cfg.prompt_len.value), mean(&cfg.output_len.value));
     let tokens = requests.map(|n| (n.saturating_mul(p), n.saturating_mul(o)));
@@ -1249,6 +1294,22 @@ mod tests {
                 ("sampling_extra", "{\"top_p\":0.9}"),
                 ("temperature", "0.7"),
             ],
+            vec![
+                ("load_mode", "replay"),
+                ("trace", "mooncake-conversation-60 scale=0.5 offset=2s"),
+                ("in_flight_cap", "16"),
+                ("prompt_tokens", "trace"),
+                ("output_tokens", "trace"),
+                ("nonce_prefix", "off"),
+            ],
+            vec![
+                ("load_mode", "replay"),
+                ("trace", "file:conv.jsonl sha256=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff format=mooncake rows=3 span_us=2000000 input_max=900 output_max=40 scale=2 offset=0s"),
+                ("in_flight_cap", "4"),
+                ("prompt_tokens", "trace"),
+                ("output_tokens", "trace"),
+                ("nonce_prefix", "off"),
+            ],
         ] {
             let mut raw = crate::pins::tests::full_raw();
             for (k, v) in extra {
@@ -1277,6 +1338,7 @@ mod tests {
             assert_eq!(back.sampling.value, cfg.sampling.value);
             assert_eq!(back.prompt_exactness.value, cfg.prompt_exactness.value);
             assert_eq!(back.output_enforcement.value, cfg.output_enforcement.value);
+            assert_eq!(back.trace, cfg.trace);
         }
     }
 

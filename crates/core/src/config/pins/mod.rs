@@ -151,6 +151,7 @@ impl TryFrom<LengthDistWire> for LengthDist {
         Ok(
             match (w.kind.as_str(), w.tokens, w.mean, w.std, w.min, w.max) {
                 ("fixed", Some(tokens), None, None, None, None) => LengthDist::Fixed { tokens },
+                ("trace", None, None, None, None, None) => LengthDist::Trace {},
                 ("uniform", None, None, None, Some(min), Some(max)) => {
                     LengthDist::Uniform { min, max }
                 }
@@ -168,6 +169,7 @@ impl TryFrom<LengthDistWire> for LengthDist {
                         &w.kind,
                         &[
                             ("fixed", &["tokens"]),
+                            ("trace", &[]),
                             ("uniform", &["min", "max"]),
                             ("normal_clipped", &["mean", "std", "min", "max"]),
                         ],
@@ -193,11 +195,16 @@ impl TryFrom<ArrivalWire> for Arrival {
         Ok(match (w.kind.as_str(), w.shape_milli) {
             ("poisson", None) => Arrival::Poisson {},
             ("gamma", Some(shape_milli)) => Arrival::Gamma { shape_milli },
+            ("trace", None) => Arrival::Trace {},
             _ => {
                 return Err(kind_error(
                     "an arrival",
                     &w.kind,
-                    &[("poisson", &[]), ("gamma", &["shape_milli"])],
+                    &[
+                        ("poisson", &[]),
+                        ("gamma", &["shape_milli"]),
+                        ("trace", &[]),
+                    ],
                 ))
             }
         })
@@ -285,13 +292,36 @@ impl Default for Provenance {
 }
 
 /// A value with its provenance.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Pinned<T> {
     /// The value.
     pub value: T,
     /// Where it came from.
     pub provenance: Provenance,
+}
+
+/// [`Pinned`] as JSON holds it, its value still as text: one reader of the wrapper for
+/// every pin, rather than one derived reader per value type (about twenty of them, a few
+/// KB gzip in each wasm bundle).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PinnedWire {
+    value: Box<serde_json::value::RawValue>,
+    provenance: Provenance,
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Pinned<T> {
+    /// Reads `{"value": …, "provenance": …}` (nothing else), then the value with `T`'s own
+    /// reader; a refused value is named as `value: …`.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = PinnedWire::deserialize(d)?;
+        let value = serde_json::from_str(w.value.get())
+            .map_err(|e| serde::de::Error::custom(format_args!("value: {e}")))?;
+        Ok(Pinned {
+            value,
+            provenance: w.provenance,
+        })
+    }
 }
 
 /// A server-side fact: a value, or explicitly undisclosed.
@@ -337,6 +367,8 @@ pub enum LengthDist {
         /// Tokens.
         tokens: u32,
     },
+    /// Each request has its trace row's length (a replay: [`RunConfig::trace`]).
+    Trace {},
     /// Uniform over `[min, max]`.
     Uniform {
         /// Smallest.
@@ -362,6 +394,7 @@ impl LengthDist {
     pub fn min(&self) -> u32 {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
+            LengthDist::Trace {} => 1,
             LengthDist::Uniform { min, .. } | LengthDist::NormalClipped { min, .. } => min,
         }
     }
@@ -370,6 +403,8 @@ impl LengthDist {
     pub fn max(&self) -> u32 {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
+            // The trace's own longest is in its pin ([`TraceRef`]).
+            LengthDist::Trace {} => 0,
             LengthDist::Uniform { max, .. } | LengthDist::NormalClipped { max, .. } => max,
         }
     }
@@ -378,6 +413,7 @@ impl LengthDist {
     pub fn mean(&self) -> u32 {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
+            LengthDist::Trace {} => 0,
             LengthDist::Uniform { min, max } => min + (max - min) / 2,
             LengthDist::NormalClipped { mean, .. } => mean,
         }
@@ -388,6 +424,8 @@ impl LengthDist {
     pub fn sample(&self, u: f64, z: f64) -> u32 {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
+            // A replay takes each row's length, never a draw.
+            LengthDist::Trace {} => 1,
             LengthDist::Uniform { min, max } => {
                 let span = f64::from(max - min + 1);
                 (min + (bounded(u, 0.0, 1.0) * span) as u32).min(max)
@@ -409,6 +447,7 @@ impl fmt::Display for LengthDist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             LengthDist::Fixed { tokens } => write!(f, "{tokens}"),
+            LengthDist::Trace {} => f.write_str("trace"),
             LengthDist::Uniform { min, max } => write!(f, "uniform({min},{max})"),
             LengthDist::NormalClipped {
                 mean,
@@ -450,6 +489,8 @@ pub enum Arrival {
         /// Shape parameter × 1000.
         shape_milli: u32,
     },
+    /// The replayed trace's own arrival times ([`RunConfig::trace`]), scaled.
+    Trace {},
 }
 
 /// One load level.
@@ -501,6 +542,7 @@ impl fmt::Display for LoadStep {
                     Arrival::Gamma { shape_milli } => {
                         format!("gamma k={}", milli(u64::from(shape_milli)))
                     }
+                    Arrival::Trace {} => "as the trace (mean rate)".to_owned(),
                 };
                 write!(
                     f,
@@ -700,6 +742,130 @@ impl fmt::Display for Conversation {
     }
 }
 
+/// A replayed trace: which file (by its SHA-256), what it holds, and how it is replayed.
+/// Its rows set each request's arrival (the trace's time since its first row, times the
+/// scale, after the offset), prompt and output lengths, and (Mooncake) which 512-token
+/// blocks of its prompt are shared with other rows. A row sent later than its due time
+/// is recorded as late (its intended time kept), never shifted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceRef {
+    /// A built-in slice's name, or the file's name.
+    pub name: String,
+    /// Built in (no file needed) or a file the host reads.
+    pub builtin: bool,
+    /// The file's format.
+    pub format: crate::trace::TraceFormat,
+    /// SHA-256 of the file, hex.
+    pub sha256: String,
+    /// Rows in the file (the offset skips the first ones).
+    pub rows: u32,
+    /// The file's first to last arrival, unscaled, µs.
+    pub span_us: u64,
+    /// Longest prompt in the file, tokens.
+    pub input_max: u32,
+    /// Longest output in the file, tokens.
+    pub output_max: u32,
+    /// Time scale × 1000 (500: twice as fast).
+    pub scale_milli: u32,
+    /// Rows before this time (unscaled, from the first row) are skipped, ms.
+    pub offset_ms: u64,
+}
+
+impl TraceRef {
+    /// The pin for `trace` replayed at `scale_milli` from `offset_ms`.
+    pub fn of(
+        name: &str,
+        builtin: bool,
+        trace: &crate::trace::Trace,
+        scale_milli: u32,
+        offset_ms: u64,
+    ) -> Self {
+        let f = trace.facts();
+        Self {
+            name: name.to_owned(),
+            builtin,
+            format: trace.format,
+            sha256: trace.sha256.clone(),
+            rows: f.rows,
+            span_us: f.span_us,
+            input_max: f.input_max,
+            output_max: f.output_max,
+            scale_milli,
+            offset_ms,
+        }
+    }
+
+    /// The offered rate, req/s × 1000: the file's mean, its rows over its scaled span.
+    pub fn rate_milli_rps(&self) -> u64 {
+        let span = self.span_us.saturating_mul(u64::from(self.scale_milli)) / 1000;
+        if span == 0 {
+            return u64::from(self.rows).saturating_mul(1000);
+        }
+        (u64::from(self.rows.saturating_sub(1)) * 1_000_000_000) / span
+    }
+
+    /// As the form writes it: `NAME scale=S offset=Ns` (a file: `file:NAME sha256=HEX
+    /// format=F rows=N span_us=N input_max=N output_max=N`, what [`parse_trace`] reads).
+    pub fn form_text(&self) -> String {
+        let head = if self.builtin {
+            self.name.clone()
+        } else {
+            format!(
+                "file:{} sha256={} format={} rows={} span_us={} input_max={} output_max={}",
+                self.name,
+                self.sha256,
+                self.format.wire(),
+                self.rows,
+                self.span_us,
+                self.input_max,
+                self.output_max
+            )
+        };
+        format!(
+            "{head} scale={} offset={}s",
+            milli(u64::from(self.scale_milli)),
+            milli(self.offset_ms)
+        )
+    }
+}
+
+impl fmt::Display for TraceRef {
+    /// `replay of NAME (FORMAT, sha256 PREFIX…, N rows over S s) at scale X from +O s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "replay of {}{} ({}, sha256 {}…, {} rows over {} s) at time scale {} from +{} s",
+            if self.builtin { "" } else { "file " },
+            self.name,
+            self.format.label(),
+            self.sha256.get(..12).unwrap_or(&self.sha256),
+            self.rows,
+            milli(self.span_us / 1000),
+            milli(u64::from(self.scale_milli)),
+            milli(self.offset_ms)
+        )
+    }
+}
+
+/// The rows a replay sends: those at or after `offset_ms`, times from the first of them.
+pub fn replay_rows(trace: &crate::trace::Trace, offset_ms: u64) -> Vec<crate::trace::TraceRow> {
+    let from = offset_ms.saturating_mul(1000);
+    let rows: Vec<_> = trace
+        .rows
+        .iter()
+        .filter(|r| r.t_us >= from)
+        .cloned()
+        .collect();
+    let t0 = rows.first().map_or(0, |r| r.t_us);
+    rows.into_iter()
+        .map(|mut r| {
+            r.t_us -= t0;
+            r
+        })
+        .collect()
+}
+
 /// Words in a nonce (32 choices each: 60 bits); one token each on common tokenizers.
 pub const NONCE_WORDS: u32 = 12;
 
@@ -812,6 +978,9 @@ pub struct RunConfig {
     /// pin existed (single turns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation: Option<Pinned<Conversation>>,
+    /// Pin 4 (load), a replay: the trace whose rows set arrivals and lengths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<Pinned<TraceRef>>,
 }
 
 impl RunConfig {
@@ -1090,7 +1259,7 @@ mod tests {
         for (name, _) in RawConfig::FIELDS {
             let mut raw = full_raw();
             raw.field_mut(name).expect("field").text.clear();
-            let optional = matches!(*name, "rate_rps" | "arrival" | "in_flight_cap");
+            let optional = matches!(*name, "rate_rps" | "arrival" | "in_flight_cap" | "trace");
             match RunConfig::try_from(&raw) {
                 Ok(_) => assert!(optional, "{name} empty still pinned a run"),
                 Err(e) => {
@@ -1100,6 +1269,70 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_replay_takes_its_lengths_and_arrivals_from_its_trace() {
+        let replay = |extra: &[(&str, &str)]| {
+            let mut raw = full_raw();
+            for (k, v) in [
+                ("load_mode", "replay"),
+                ("trace", "mooncake-conversation-60 scale=0.5 offset=0s"),
+                ("in_flight_cap", "8"),
+                ("prompt_tokens", "trace"),
+                ("output_tokens", "trace"),
+                ("nonce_prefix", "off"),
+            ]
+            .iter()
+            .chain(extra)
+            {
+                *raw.field_mut(k).expect("field") = RawField::declared(*v);
+            }
+            RunConfig::try_from(&raw)
+        };
+        let cfg = replay(&[]).expect("pinned");
+        let t = &cfg.trace.as_ref().expect("a replay").value;
+        assert_eq!((t.rows, t.span_us), (60, 15_000_000));
+        assert_eq!((t.input_max, t.output_max), (87_169, 929));
+        assert_eq!(t.scale_milli, 500);
+        // 59 gaps over 7.5 s.
+        assert_eq!(t.rate_milli_rps(), 7_866);
+        assert_eq!(
+            cfg.load.value.steps,
+            vec![LoadStep::Open {
+                rate_milli_rps: 7_866,
+                arrival: Arrival::Trace {},
+                in_flight_cap: 8
+            }]
+        );
+        // An offset is pinned beside the file's facts (they describe the file); past the
+        // file's last row it leaves nothing to replay and is refused.
+        let later = replay(&[("trace", "mooncake-conversation-60 offset=10s")]).expect("pinned");
+        let later = later.trace.expect("a replay").value;
+        assert_eq!((later.rows, later.offset_ms), (60, 10_000));
+        for (field, text) in [
+            ("prompt_tokens", "128"),
+            ("output_tokens", "uniform(1,9)"),
+            ("nonce_prefix", "on"),
+            ("shared_prefix", "2048"),
+            ("turns", "5"),
+            ("trace", "no-such-trace"),
+            ("trace", "mooncake-conversation-60 scale=0"),
+            ("trace", "mooncake-conversation-60 offset=15.001s"),
+            (
+                "trace",
+                "file:x.jsonl sha256=12 format=mooncake rows=1 span_us=0 input_max=1 output_max=1",
+            ),
+        ] {
+            let e = replay(&[(field, text)]).expect_err(text);
+            assert_eq!(e.problems().len(), 1, "{field}={text}: {e}");
+            assert_eq!(e.problems()[0].field, field);
+        }
+        // Outside a replay no length comes from a trace.
+        let mut raw = full_raw();
+        *raw.field_mut("prompt_tokens").expect("field") = RawField::declared("trace");
+        let e = RunConfig::try_from(&raw).expect_err("not a replay");
+        assert_eq!(e.problems()[0].field, "prompt_tokens");
     }
 
     #[test]

@@ -249,6 +249,9 @@ pub(super) fn parse_args(t: &str, name: &str) -> Option<Vec<u32>> {
 /// Parses a length distribution: `128`, `uniform(100,200)`, `normal(mean,std,min,max)`.
 pub fn parse_length_dist(t: &str) -> Option<LengthDist> {
     let t = t.trim().to_ascii_lowercase();
+    if t == "trace" {
+        return Some(LengthDist::Trace {});
+    }
     if let Some(v) = parse_positive_u32(&t) {
         return Some(LengthDist::Fixed { tokens: v });
     }
@@ -442,6 +445,88 @@ pub fn parse_reasoning(t: &str) -> Option<ReasoningRequest> {
     (mode != ReasoningMode::None || (r.effort.is_none() && r.budget_tokens.is_none())).then_some(r)
 }
 
+/// Parses the trace pin: a built-in trace's name, or `file:NAME` with the facts a host
+/// wrote from the file (`sha256=HEX format=mooncake rows=N span_us=N input_max=N
+/// output_max=N`), then `scale=S` and `offset=SECONDS`.
+pub fn parse_trace(t: &str) -> Option<TraceRef> {
+    let mut words = t.split_whitespace();
+    let head = words.next()?;
+    let mut kv = BTreeMap::new();
+    for w in words {
+        let (k, v) = w.split_once('=')?;
+        kv.insert(k.to_ascii_lowercase(), v.to_owned());
+    }
+    let scale_milli = match kv.get("scale") {
+        Some(s) => u32::try_from(parse_milli(s)?).ok().filter(|&v| v > 0)?,
+        None => 1000,
+    };
+    let offset_ms = match kv.get("offset") {
+        Some(s) => parse_milli(s.strip_suffix('s').unwrap_or(s))?,
+        None => 0,
+    };
+    // An offset past the last row leaves nothing to replay.
+    let within = |span_us: u64| offset_ms.saturating_mul(1000) <= span_us;
+    if let Some(name) = head.strip_prefix("file:") {
+        let num = |k: &str| kv.get(k).and_then(|v| v.parse::<u64>().ok());
+        let sha256 = kv.get("sha256")?.to_ascii_lowercase();
+        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let format = match kv.get("format")?.as_str() {
+            "mooncake" => crate::trace::TraceFormat::Mooncake,
+            "burst_gpt" | "burstgpt" => crate::trace::TraceFormat::BurstGpt,
+            "azure" => crate::trace::TraceFormat::Azure,
+            _ => return None,
+        };
+        return Some(TraceRef {
+            name: name.to_owned(),
+            builtin: false,
+            format,
+            sha256,
+            rows: u32::try_from(num("rows")?).ok().filter(|&r| r > 0)?,
+            span_us: num("span_us").filter(|&s| within(s))?,
+            input_max: u32::try_from(num("input_max")?).ok()?,
+            output_max: u32::try_from(num("output_max")?).ok()?,
+            scale_milli,
+            offset_ms,
+        });
+    }
+    let b = crate::trace::builtin(head).filter(|b| within(b.facts.span_us))?;
+    Some(TraceRef {
+        name: b.name.to_owned(),
+        builtin: true,
+        format: b.format,
+        sha256: b.sha256.to_owned(),
+        rows: b.facts.rows,
+        span_us: b.facts.span_us,
+        input_max: b.facts.input_max,
+        output_max: b.facts.output_max,
+        scale_milli,
+        offset_ms,
+    })
+}
+
+/// The trace pin's text for a trace file a host has read: its name (spaces made `_`),
+/// digest and facts, with the `scale=` and `offset=` of `existing` (the pin as the user
+/// wrote it, e.g. `file:conv.jsonl scale=0.5`; 1 and 0 when it has none). `None` when
+/// those are not valid.
+pub fn trace_file_pin(existing: &str, name: &str, trace: &crate::trace::Trace) -> Option<String> {
+    let mut scale_milli = 1000;
+    let mut offset_ms = 0;
+    for w in existing.split_whitespace() {
+        if let Some(v) = w.strip_prefix("scale=") {
+            scale_milli = u32::try_from(parse_milli(v)?).ok().filter(|&v| v > 0)?;
+        } else if let Some(v) = w.strip_prefix("offset=") {
+            offset_ms = parse_milli(v.strip_suffix('s').unwrap_or(v))?;
+        }
+    }
+    let name: String = name
+        .chars()
+        .map(|c| if c.is_whitespace() { '_' } else { c })
+        .collect();
+    Some(TraceRef::of(&name, false, trace, scale_milli, offset_ms).form_text())
+}
+
 /// Parses the conversation pin: a turn count or distribution (`1`, `5`, `uniform(3,8)`),
 /// then optionally `think=SECONDS` (`think=2`, `think=0.5s`).
 pub fn parse_conversation(t: &str) -> Option<Conversation> {
@@ -559,9 +644,42 @@ impl TryFrom<&RawConfig> for RunConfig {
             }
             _ => enforcement,
         };
-        let mode = p.choice("load_mode", &[("closed", true), ("open", false)]);
+        let mode = p.choice(
+            "load_mode",
+            &[
+                ("closed", Some(true)),
+                ("open", Some(false)),
+                ("replay", None),
+            ],
+        );
+        let mut trace: Option<Pinned<TraceRef>> = None;
         let steps = match mode.as_ref().map(|m| m.value) {
-            Some(true) => p
+            None => None,
+            Some(None) => {
+                let t = p.get(
+                    "trace",
+                    "a built-in trace (mooncake-conversation-60) or a file read by the host (file:NAME sha256=HEX …), then scale=S (0.5: twice as fast) and offset=SECONDS",
+                    parse_trace,
+                );
+                let cap = p.get("in_flight_cap", "a count ≥ 1", parse_positive_u32);
+                match (t, cap) {
+                    (Some(t), Some(c)) => {
+                        let step = LoadStep::Open {
+                            rate_milli_rps: t.value.rate_milli_rps(),
+                            arrival: Arrival::Trace {},
+                            in_flight_cap: c.value,
+                        };
+                        let provenance = t.provenance.clone();
+                        trace = Some(t);
+                        Some(Pinned {
+                            value: vec![step],
+                            provenance,
+                        })
+                    }
+                    _ => None,
+                }
+            }
+            Some(Some(true)) => p
                 .get(
                     "concurrency",
                     "a concurrency ≥ 1, or a comma list for a sweep",
@@ -575,13 +693,15 @@ impl TryFrom<&RawConfig> for RunConfig {
                         .collect::<Vec<_>>(),
                     provenance: c.provenance,
                 }),
-            Some(false) => {
+            Some(Some(false)) => {
                 let rates = p.get(
                     "rate_rps",
                     "a rate in req/s > 0, or a comma list for a sweep",
                     |t| parse_list(t, |r| parse_milli(r).filter(|&m| m > 0)),
                 );
-                let arrival = p.get("arrival", "poisson or gamma(shape)", parse_arrival);
+                let arrival = p.get("arrival", "poisson or gamma(shape)", |t| {
+                    parse_arrival(t).filter(|a| *a != Arrival::Trace {})
+                });
                 let cap = p.get("in_flight_cap", "a count ≥ 1", parse_positive_u32);
                 match (rates, arrival, cap) {
                     (Some(r), Some(a), Some(c)) => Some(Pinned {
@@ -599,7 +719,6 @@ impl TryFrom<&RawConfig> for RunConfig {
                     _ => None,
                 }
             }
-            None => None,
         };
         let stall = p.get("stall_timeout_s", "seconds > 0", |t| {
             parse_milli(t).filter(|&m| m > 0)
@@ -688,11 +807,79 @@ impl TryFrom<&RawConfig> for RunConfig {
             parse_reasoning,
         );
 
+        // A replay takes lengths and shared blocks from its trace: the fields say so, and
+        // nothing else shapes its prompts.
+        let replay = matches!(mode.as_ref().map(|m| m.value), Some(None));
+        let must = |p: &mut Parser, field: &str, pin: PinId, ok: bool, expected: &str| {
+            if !ok {
+                p.problems.push(PinProblem {
+                    pin,
+                    field: field.into(),
+                    problem: Problem::Invalid {
+                        expected: expected.into(),
+                    },
+                });
+            }
+        };
+        for (field, pin, d) in [
+            ("prompt_tokens", PinId::PromptLength, &prompt_len),
+            ("output_tokens", PinId::OutputLength, &output_len),
+        ] {
+            if let Some(d) = d {
+                let from_trace = d.value == LengthDist::Trace {};
+                if replay {
+                    must(
+                        &mut p,
+                        field,
+                        pin,
+                        from_trace,
+                        "trace: a replay takes each row's length",
+                    );
+                } else {
+                    must(
+                        &mut p,
+                        field,
+                        pin,
+                        !from_trace,
+                        "a length: only a replay takes lengths from its trace",
+                    );
+                }
+            }
+        }
+        if replay {
+            if let Some(n) = &nonce {
+                must(
+                    &mut p,
+                    "nonce_prefix",
+                    PinId::CachePolicy,
+                    !n.value,
+                    "off: a replay's block ids decide what its prompts share",
+                );
+            }
+            if let Some(s) = &shared {
+                must(
+                    &mut p,
+                    "shared_prefix",
+                    PinId::CachePolicy,
+                    s.value.is_none(),
+                    "none: a replay's block ids decide what its prompts share",
+                );
+            }
+        }
         let conversation = p.get(
             "turns",
             "turns per conversation (1, 5 or uniform(3,8), at most 1000), optionally with think=SECONDS between turns",
             parse_conversation,
         );
+        if let (true, Some(c)) = (replay, &conversation) {
+            must(
+                &mut p,
+                "turns",
+                PinId::Conversation,
+                !c.value.is_multi_turn(),
+                "1: a replay's requests are its trace's rows",
+            );
+        }
 
         if !p.problems.is_empty() {
             return Err(PinError::Unpinned(p.problems));
@@ -773,6 +960,7 @@ impl TryFrom<&RawConfig> for RunConfig {
             },
             reasoning: Some(reasoning.ok_or_else(unpinned)?),
             conversation: Some(conversation.ok_or_else(unpinned)?),
+            trace,
         })
     }
 }

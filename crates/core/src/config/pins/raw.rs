@@ -77,7 +77,10 @@ raw_config! {
     rate_rps => PinId::Load,
     /// Open loop: `poisson` or `gamma(shape)`.
     arrival => PinId::Load,
-    /// Open loop: most requests in flight.
+    /// Replay: a built-in trace's name or `file:NAME sha256=HEX …` (the host reads the
+    /// file), then `scale=S` and `offset=Ns`.
+    trace => PinId::Load,
+    /// Open loop or replay: most requests in flight.
     in_flight_cap => PinId::Load,
     /// Seconds without a byte before a request is abandoned.
     stall_timeout_s => PinId::Load,
