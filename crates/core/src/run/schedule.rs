@@ -247,6 +247,17 @@ impl Scheduler {
         self.replay.as_ref().map(|(_, i)| *i)
     }
 
+    /// When a replay's row `row` (at or after the next one) is due, µs; `None` outside a
+    /// replay or past its last row.
+    pub fn replay_due(&self, row: usize) -> Option<u64> {
+        let (offsets, next) = self.replay.as_ref()?;
+        let (at, from) = (offsets.get(row)?, offsets.get(*next)?);
+        (row >= *next).then(|| {
+            self.next_arrival_us
+                .saturating_add(at.saturating_sub(*from))
+        })
+    }
+
     /// Requests dispatched so far.
     pub fn dispatched(&self) -> u32 {
         self.dispatched

@@ -34,6 +34,18 @@ use crate::schedule::{Dispatched, Next, Rng, Scheduler};
 /// Pause between sweep steps, so the server drains, µs.
 pub const STEP_GAP_US: u64 = 50_000;
 
+/// A replay builds the bodies of its rows due within this horizon ahead of time, µs: rows
+/// that share an arrival time (a trace's bursts) are then sent one right after the other,
+/// not each after the previous one's prompt was built.
+pub const PREPARE_HORIZON_US: u64 = 2_000_000;
+
+/// At most this many bodies built ahead (each up to a few hundred KB).
+pub const PREPARE_MAX: usize = 32;
+
+/// A body is built ahead only when the next send is at least this far off, µs, so the
+/// building never delays a send that is due.
+pub const PREPARE_MARGIN_US: u64 = 10_000;
+
 /// One request the session wants sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outgoing {
@@ -217,6 +229,8 @@ pub struct RunSession {
     prefix_seed: u64,
     /// A replay's rows (arrivals, lengths, blocks), when the trace is at hand.
     replay: Option<Vec<crate::trace::TraceRow>>,
+    /// Request bodies of the replay's next rows, built ahead (row, body), in row order.
+    prepared: std::collections::VecDeque<(usize, String)>,
     /// Conversations of this step (multi-turn runs), by number.
     convs: BTreeMap<u32, Conv>,
     /// The next conversation's number.
@@ -270,6 +284,7 @@ impl RunSession {
             prefix_seed,
             // A replay's rows come from the host, which reads the file (`set_trace`).
             replay: None,
+            prepared: std::collections::VecDeque::new(),
             convs: BTreeMap::new(),
             next_conv: 0,
             step: 0,
@@ -344,7 +359,14 @@ impl RunSession {
             return Wake::Finished;
         }
         let stall_deadline = self.check_stalls(now_us, transport);
-        let wake = self.dispatch_due(now_us, transport);
+        let mut wake = self.dispatch_due(now_us, transport);
+        // Idle before the next send: build one body ahead, then come back at once (the
+        // host handles what arrived meanwhile, and the next call builds the next one).
+        if let Wake::At(t) = wake {
+            if t >= now_us.saturating_add(PREPARE_MARGIN_US) && self.prepare_one(now_us) {
+                wake = Wake::At(now_us);
+            }
+        }
         let wake = match (wake, stall_deadline) {
             (Wake::At(a), Some(b)) => Wake::At(a.min(b)),
             (Wake::Event, Some(b)) => Wake::At(b),
@@ -467,20 +489,24 @@ impl RunSession {
         let d = sched.on_dispatch(now_us);
         let index = self.next_index;
         self.next_index += 1;
-        // A replay's request is its trace row.
-        if let Some(row) = row.and_then(|i| self.replay.as_ref()?.get(i)) {
-            let text =
-                prompt::trace_prompt(&row.blocks, row.input, &self.cal, self.prefix_seed, index);
-            let lengths = (row.input, row.output);
-            self.send(
-                now_us,
-                (index, d, None),
-                lengths,
-                text,
-                Vec::new(),
-                transport,
-            );
-            return;
+        // A replay's request is its trace row, its body built ahead when there was time.
+        if let Some((i, lengths)) = row.and_then(|i| {
+            Some((
+                i,
+                self.replay.as_ref()?.get(i).map(|r| (r.input, r.output))?,
+            ))
+        }) {
+            while self.prepared.front().is_some_and(|(r, _)| *r < i) {
+                self.prepared.pop_front();
+            }
+            let body = match self.prepared.front() {
+                Some((r, _)) if *r == i => self.prepared.pop_front().map(|(_, b)| b),
+                _ => self.replay_body(i),
+            };
+            if let Some(body) = body {
+                self.send(now_us, (index, d, None), lengths, body, transport);
+                return;
+            }
         }
         let cfg = &self.cfg;
         let r = &mut self.plan_rng;
@@ -529,14 +555,56 @@ impl RunSession {
                 turn: 0,
             }
         });
+        let body = self.request_body(text, output_tokens, Vec::new());
         self.send(
             now_us,
             (index, d, turn),
             (prompt_tokens, output_tokens),
-            text,
-            Vec::new(),
+            body,
             transport,
         );
+    }
+
+    /// A replay's row `row`: its request body (prompt of the row's blocks, the row's
+    /// output length).
+    fn replay_body(&self, row: usize) -> Option<String> {
+        let r = self.replay.as_ref()?.get(row)?;
+        let text = prompt::trace_prompt(
+            &r.blocks,
+            r.input,
+            &self.cal,
+            self.prefix_seed,
+            u32::try_from(row).unwrap_or(u32::MAX),
+        );
+        Some(self.request_body(text, r.output, Vec::new()))
+    }
+
+    /// Builds the body of the next replay row not yet built, if it is due within
+    /// [`PREPARE_HORIZON_US`] and fewer than [`PREPARE_MAX`] are waiting. Whether it did.
+    fn prepare_one(&mut self, now_us: u64) -> bool {
+        let Some(sched) = self.sched.as_ref() else {
+            return false;
+        };
+        let Some(next) = sched.replay_row() else {
+            return false;
+        };
+        let row = self
+            .prepared
+            .back()
+            .map_or(next, |(r, _)| (*r + 1).max(next));
+        let due = sched.replay_due(row);
+        if self.prepared.len() >= PREPARE_MAX
+            || due.is_none_or(|t| t > now_us.saturating_add(PREPARE_HORIZON_US))
+        {
+            return false;
+        }
+        match self.replay_body(row) {
+            Some(body) => {
+                self.prepared.push_back((row, body));
+                true
+            }
+            None => false,
+        }
     }
 
     /// Sends the conversations' next turns that are due at `now_us` (a turn due after the
@@ -584,29 +652,26 @@ impl RunSession {
             c.due_us = None;
             c.user.clone_from(&text);
             let history = c.history.clone();
+            let body = self.request_body(text, output_tokens, history);
             self.send(
                 now_us,
                 (index, d, Some(turn)),
                 (prompt_tokens, output_tokens),
-                text,
-                history,
+                body,
                 transport,
             );
         }
         self.convs.values().filter_map(|c| c.due_us).min()
     }
 
-    /// Builds request `index` (its dispatch, and its turn of a conversation) and hands it
-    /// to the transport.
-    fn send(
-        &mut self,
-        now_us: u64,
-        (index, d, turn): (u32, Dispatched, Option<TurnOf>),
-        (prompt_tokens, output_tokens): (u32, u32),
+    /// The request body for a prompt `text` (after the conversation's `history`) asking
+    /// for `output_tokens`, in the run's dialect.
+    fn request_body(
+        &self,
         text: String,
+        output_tokens: u32,
         history: Vec<(String, String)>,
-        transport: &mut dyn Transport,
-    ) {
+    ) -> String {
         let cfg = &self.cfg;
         let spec = RequestSpec {
             model: cfg.model.id.value.clone(),
@@ -621,7 +686,19 @@ impl RunSession {
             reasoning: cfg.reasoning_request(),
             history,
         };
-        let body = spec.body(self.dialect).to_string();
+        spec.body(self.dialect).to_string()
+    }
+
+    /// Records request `index` (its dispatch, and its turn of a conversation) and hands its
+    /// `body` to the transport.
+    fn send(
+        &mut self,
+        now_us: u64,
+        (index, d, turn): (u32, Dispatched, Option<TurnOf>),
+        (prompt_tokens, output_tokens): (u32, u32),
+        body: String,
+        transport: &mut dyn Transport,
+    ) {
         let mut timeline = RequestTimeline::new(
             index,
             self.step as u32,

@@ -869,3 +869,69 @@ fn a_chat_turn_sends_the_history_as_messages() {
     );
     assert_eq!(m[2]["role"], "user");
 }
+
+/// A replay builds the bodies of the rows due within the horizon while it waits, and
+/// sends exactly what it would have built at the due time: a trace's burst (rows sharing
+/// one arrival time) goes out one row right after the other.
+#[test]
+fn a_replay_builds_its_next_rows_ahead_and_sends_the_same_bodies() {
+    let text = concat!(
+        "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 4, \"hash_ids\": [0, 1]}\n",
+        "{\"timestamp\": 0, \"input_length\": 700, \"output_length\": 5, \"hash_ids\": [0, 2]}\n",
+        "{\"timestamp\": 3000, \"input_length\": 800, \"output_length\": 6, \"hash_ids\": [0, 3]}\n",
+        "{\"timestamp\": 3000, \"input_length\": 900, \"output_length\": 7, \"hash_ids\": [0, 4]}\n",
+        "{\"timestamp\": 3000, \"input_length\": 100, \"output_length\": 8, \"hash_ids\": [5]}\n",
+    );
+    let trace = crate::trace::parse(text.as_bytes()).expect("a trace");
+    let pin = crate::pins::trace_file_pin("scale=1", "t.jsonl", &trace).expect("a pin");
+    let cfg = config(&[
+        ("load_mode", "replay"),
+        ("trace", &pin),
+        ("in_flight_cap", "64"),
+        ("prompt_tokens", "trace"),
+        ("output_tokens", "trace"),
+        ("nonce_prefix", "off"),
+        ("warmup", "0"),
+        ("measured", "60"),
+        ("cooldown", "0"),
+        ("max_model_len", "4096"),
+    ]);
+    let session = || {
+        let mut s = RunSession::new(cfg.clone(), Calibration::default(), [4; 32], 0);
+        s.set_trace(&trace).expect("the pinned file");
+        s
+    };
+    // Polled only when a row is due: every body built at its send.
+    let mut late = session();
+    let mut sent_late = Bodies::default();
+    assert_eq!(late.poll(0, &mut sent_late), Wake::At(3_000_000));
+    late.poll(3_000_000, &mut sent_late);
+    // Polled while idle too: the next burst's bodies are built within its horizon.
+    let mut ahead = session();
+    let mut sent_ahead = Bodies::default();
+    assert_eq!(ahead.poll(0, &mut sent_ahead), Wake::At(3_000_000));
+    assert!(ahead.prepared.is_empty(), "3 s away is past the horizon");
+    let t = 3_000_000 - PREPARE_HORIZON_US;
+    let mut polls = 0;
+    while ahead.poll(t, &mut sent_ahead) == Wake::At(t) {
+        polls += 1;
+        assert!(polls <= 3, "one body per poll, three rows");
+    }
+    assert_eq!(
+        ahead.prepared.iter().map(|(r, _)| *r).collect::<Vec<_>>(),
+        [2, 3, 4]
+    );
+    // Not within the margin of a due send.
+    let mut other = session();
+    other.poll(0, &mut Bodies::default());
+    let near = 3_000_000 - PREPARE_MARGIN_US + 1;
+    assert_eq!(
+        other.poll(near, &mut Bodies::default()),
+        Wake::At(3_000_000)
+    );
+    assert!(other.prepared.is_empty());
+    ahead.poll(3_000_000, &mut sent_ahead);
+    assert!(ahead.prepared.is_empty(), "each built body was sent");
+    assert_eq!(sent_ahead.0.len(), 5);
+    assert_eq!(sent_ahead.0, sent_late.0);
+}
