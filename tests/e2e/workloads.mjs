@@ -160,6 +160,43 @@ try {
     check(true, "replay: the viewer names the replayed trace, its digest and time scale");
     check(errors.length === 0, `replay: no page errors (${errors.join("; ")})`);
   }
+
+  // A trace file of the user's own (the Azure slice) opened in the tab at time scale 0.1:
+  // the pin names the file by its digest, and request i is row i, at the row's time scaled.
+  {
+    const csv = new URL("../fixtures/traces/azure_conv_head40.csv", import.meta.url);
+    const rows = fs.readFileSync(csv, "utf8").trim().split("\n").slice(1).map((l) => {
+      const [ts, input, output] = l.split(",");
+      const [h, m, sec] = ts.split(" ")[1].split(":");
+      const [whole, frac] = sec.split(".");
+      const us = ((Number(h) * 60 + Number(m)) * 60 + Number(whole)) * 1e6 + Number((frac + "000000").slice(0, 6));
+      return { us, input: Number(input), output: Number(output) };
+    });
+    const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
+    const errors = watchErrors(page);
+    await page.goto(url);
+    await page.getByTestId("pin-endpoint_url").fill(`https://127.0.0.1:${served.https}`);
+    await page.getByTestId("probe").click();
+    await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 15000 });
+    await page.getByTestId("preset-mooncake-replay").click();
+    await page.getByTestId("pin-trace").fill("mooncake-conversation-60 scale=0.1 offset=0s");
+    await page.getByTestId("trace-file").setInputFiles(csv.pathname);
+    await page.getByTestId("trace-file-message").filter({ hasText: "40 rows" }).waitFor({ timeout: 10000 });
+    await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
+    const file = path.join(os.tmpdir(), `pinbench-workloads-file-replay-${process.pid}.json`);
+    const { report } = await startAndDownload(page, file, 300000);
+    const trace = report.body.config.trace?.value;
+    check(trace?.name === "azure_conv_head40.csv" && !trace.builtin && trace.format === "azure" && trace.rows === 40 && trace.scale_milli === 100,
+      `file replay: the report pins the file, its format and time scale (${JSON.stringify(trace)})`);
+    const records = [...report.body.records].sort((a, b) => a.index - b.index);
+    check(records.length === 40 && records.every((r) => r.outcome.kind === "ok"), `file replay: 40 requests answered (${records.length})`);
+    const lengths = records.filter((r, i) => r.usage?.prompt_tokens !== rows[i].input || r.usage?.completion_tokens !== rows[i].output);
+    check(lengths.length === 0, `file replay: each request has its row's prompt and output lengths exactly (${lengths.length} differ)`);
+    const t0 = records[0].t_intended_us;
+    const moved = records.filter((r, i) => r.t_intended_us - t0 !== Math.floor(((rows[i].us - rows[0].us) * 100) / 1000));
+    check(moved.length === 0, `file replay: every intended send time is its row's, scaled by 0.1 (${moved.length} moved)`);
+    check(errors.length === 0, `file replay: no page errors (${errors.join("; ")})`);
+  }
 } finally {
   await browser.close();
   served.stop();

@@ -82,6 +82,10 @@ pub fn RunPage() -> impl IntoView {
     // What the last probe read, kept in the report beside the pins it filled.
     let probes = RwSignal::new(Vec::<ProbeSnapshot>::new());
     let run_error = RwSignal::new(String::new());
+    // A trace file opened for a replay: its SHA-256 and text (handed to the run), and
+    // what reading it said.
+    let trace_file = (RwSignal::new(String::new()), RwSignal::new(String::new()));
+    let trace_msg = RwSignal::new(String::new());
     // A failed build or sign: the records and the error, offered as an unsigned download.
     let unsigned = RwSignal::new(None::<String>);
     let handle = StoredValue::new_local(None::<RunHandle>);
@@ -156,13 +160,20 @@ pub fn RunPage() -> impl IntoView {
             Ok(s) => s,
             Err(e) => return run_error.set(e),
         };
-        // The tab replays the built-in traces; a trace file is the CLI's to read.
-        if let Some(t) = cfg.trace.as_ref().filter(|t| !t.value.builtin) {
-            return run_error.set(format!(
-                "This tab replays only the built-in traces; replay the file {} with `pinbench run --trace FILE`.",
-                t.value.name
-            ));
-        }
+        // A trace file's rows come from the file opened here, if it is the pinned one.
+        let file_text = match cfg.trace.as_ref().filter(|t| !t.value.builtin) {
+            Some(t) if trace_file.0.with_untracked(|sha| *sha == t.value.sha256) => {
+                Some(trace_file.1.get_untracked())
+            }
+            Some(t) => {
+                return run_error.set(format!(
+                    "The pins replay the trace file {} (SHA-256 {}…): open that file with “Trace file” first.",
+                    t.value.name,
+                    t.value.sha256.get(..12).unwrap_or(&t.value.sha256)
+                ))
+            }
+            None => None,
+        };
         running.set(true);
         storage_note.set(String::new());
         report.set(None);
@@ -178,6 +189,7 @@ pub fn RunPage() -> impl IntoView {
             }
             // A replay's trace: the built-in ones come with the app (`traces/`).
             let trace = match cfg.trace.as_ref() {
+                Some(_) if file_text.is_some() => file_text,
                 Some(t) => match builtin_trace_text(&t.value).await {
                     Ok(text) => Some(text),
                     Err(e) => {
@@ -562,6 +574,27 @@ pub fn RunPage() -> impl IntoView {
                             <label>"E2E ≤ " <input class="field__input field__input--short" data-testid="slo-e2e" aria-label="SLO: E2E latency, ms" inputmode="decimal" prop:value=move || slo_fields.get().2 on:input=move |ev| slo_fields.update(|f| f.2 = event_target_value(&ev)) /> " ms"</label>
                         </div>
                     </fieldset>
+                    {move || form.with(|f| f.load_mode.text.trim() == "replay").then(|| view! {
+                        <fieldset class="pin-section run__more" data-testid="section-trace-file">
+                            <legend class="pin-section__legend"><span class="pin-section__title">"Trace file (read here, never uploaded)"</span></legend>
+                            <input type="file" class="field__input" data-testid="trace-file" aria-label="Trace file to replay" on:change=move |ev| {
+                                use wasm_bindgen::JsCast;
+                                let input: Option<web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());
+                                let Some(file) = input.and_then(|i| i.files()).and_then(|l| l.item(0)) else { return };
+                                spawn_local(async move {
+                                    match open_trace_file(&file, form).await {
+                                        Ok((sha, text, msg)) => {
+                                            trace_file.0.set(sha);
+                                            trace_file.1.set(text);
+                                            trace_msg.set(msg);
+                                        }
+                                        Err(e) => trace_msg.set(e),
+                                    }
+                                });
+                            } />
+                            <p class="run__probe-msg" data-testid="trace-file-message" role="status">{move || trace_msg.get()}</p>
+                        </fieldset>
+                    })}
                 </div>
                 <div class="run__aside" role="region" aria-label="Before Start">
                     <div class="panel run__checklist" data-testid="checklist" aria-live="polite" on:click=on_checklist_click>
@@ -623,16 +656,37 @@ async fn builtin_trace_text(t: &crate::core::pins::TraceRef) -> Result<String, S
     let b = crate::core::trace::builtin(&t.name)
         .filter(|_| t.builtin)
         .ok_or_else(|| format!("{} is not a built-in trace", t.name))?;
-    let text = crate::web::files::fetch_text(&format!("traces/{}", b.file))
-        .await
-        .map_err(|e| format!("The built-in trace {} could not be read: {e}", t.name))?;
-    let trace = crate::core::trace::parse(text.as_bytes())
-        .map_err(|e| format!("The built-in trace {}: {e}", t.name))?;
-    if trace.sha256 != t.sha256 {
+    let text = crate::web::files::fetch_text(&format!("traces/{}", b.file)).await?;
+    let sha = crate::core::trace::parse(text.as_bytes()).map(|t| t.sha256);
+    if sha.as_ref() != Ok(&t.sha256) {
         return Err(format!(
-            "The built-in trace {} served with this page is not the pinned file (SHA-256 {} ≠ {})",
-            t.name, trace.sha256, t.sha256
+            "The built-in trace {} served with this page is not the pinned file",
+            t.name
         ));
     }
     Ok(text)
+}
+
+/// Reads a trace file the user picked and writes its pin into the form (keeping the pin's
+/// `scale=` and `offset=`): its SHA-256, its text and a line saying what it holds.
+async fn open_trace_file(
+    file: &web_sys::File,
+    form: RwSignal<RawConfig>,
+) -> Result<(String, String, String), String> {
+    let name = file.name();
+    // As large as a report file may be (the viewer's limit).
+    let text = crate::web::files::read_file(file)
+        .await
+        .map_err(|e| format!("{name}: {e}"))?;
+    let trace = crate::core::trace::parse(text.as_bytes()).map_err(|e| format!("{name}: {e}"))?;
+    let existing = form.with_untracked(|f| f.trace.text.clone());
+    let pin = pins::trace_file_pin(&existing, &name, &trace)
+        .ok_or_else(|| format!("the trace pin '{existing}' has a bad scale= or offset="))?;
+    let msg = format!(
+        "Read {name}: {} rows, SHA-256 {}…",
+        trace.rows.len(),
+        trace.sha256.get(..12).unwrap_or(&trace.sha256)
+    );
+    form.update(|f| f.trace = RawField::declared(pin));
+    Ok((trace.sha256, text, msg))
 }

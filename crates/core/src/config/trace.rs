@@ -97,7 +97,7 @@ pub struct TraceFacts {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TraceError {
     /// Not one of the three formats.
-    #[error("not a trace pinbench reads: expected Mooncake JSONL (timestamp, input_length, output_length, hash_ids), a BurstGPT CSV (Timestamp, Request tokens, Response tokens) or an Azure LLM inference trace CSV (TIMESTAMP, ContextTokens, GeneratedTokens)")]
+    #[error("not a trace pinbench reads: Mooncake JSONL (timestamp, input_length, output_length), BurstGPT CSV (Timestamp, Request tokens, Response tokens) or Azure CSV (TIMESTAMP, ContextTokens, GeneratedTokens)")]
     UnknownFormat,
     /// A row that does not read.
     #[error("{format}, line {line}: {why}")]
@@ -310,7 +310,7 @@ fn datetime_us(t: &str) -> Option<u64> {
 impl Trace {
     /// What the trace holds.
     pub fn facts(&self) -> TraceFacts {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = std::collections::BTreeSet::new();
         let (mut shared, mut total) = (0u64, 0u64);
         for r in &self.rows {
             total += u64::from(r.input);
@@ -347,8 +347,6 @@ impl Trace {
 pub struct Builtin {
     /// Its name in the trace pin.
     pub name: &'static str,
-    /// Where it was cut from, and the licence.
-    pub source: &'static str,
     /// The file's name (the bundle's `traces/` folder, `tests/fixtures/traces/`).
     pub file: &'static str,
     /// The file's format.
@@ -359,10 +357,12 @@ pub struct Builtin {
     pub facts: TraceFacts,
 }
 
-/// The built-in traces (a test checks each against its file).
+/// The built-in traces (a test checks each against its file; `tests/fixtures/traces/`
+/// says where each was cut from, and its licence):
+/// - `mooncake-conversation-60`: the first 60 requests (15 s) of Mooncake's conversation
+///   trace (kvcache-ai/Mooncake, `FAST25-release/traces/conversation_trace.jsonl`).
 pub const BUILTIN: &[Builtin] = &[Builtin {
     name: "mooncake-conversation-60",
-    source: "the first 60 requests (15 s) of Mooncake's conversation trace (kvcache-ai/Mooncake, FAST25-release/traces/conversation_trace.jsonl, Apache-2.0)",
     file: "mooncake_conversation_head60.jsonl",
     format: TraceFormat::Mooncake,
     sha256: "32130327c91bc3bc7faa9390ade9cc391337c94d50845713a9b31361f858cb7b",

@@ -781,16 +781,16 @@ impl TraceRef {
         scale_milli: u32,
         offset_ms: u64,
     ) -> Self {
-        let f = trace.facts();
+        let rows = &trace.rows;
         Self {
             name: name.to_owned(),
             builtin,
             format: trace.format,
             sha256: trace.sha256.clone(),
-            rows: f.rows,
-            span_us: f.span_us,
-            input_max: f.input_max,
-            output_max: f.output_max,
+            rows: u32::try_from(rows.len()).unwrap_or(u32::MAX),
+            span_us: rows.last().map_or(0, |r| r.t_us),
+            input_max: rows.iter().map(|r| r.input).max().unwrap_or(0),
+            output_max: rows.iter().map(|r| r.output).max().unwrap_or(0),
             scale_milli,
             offset_ms,
         }
