@@ -22,14 +22,20 @@ const served = await startRefserver(["--profile", "8b-h100", "--prefix-cache", "
 const { check, finish } = checker();
 const browser = await launch(["--ignore-certificate-errors"]);
 
-try {
+/** A fresh page on the Run screen, probed against the reference server `srv`, with `preset` applied. */
+async function presetPage(srv, preset) {
   const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
   const errors = watchErrors(page);
   await page.goto(url);
-  await page.getByTestId("pin-endpoint_url").fill(`https://127.0.0.1:${ref.https}`);
+  await page.getByTestId("pin-endpoint_url").fill(`https://127.0.0.1:${srv.https}`);
   await page.getByTestId("probe").click();
   await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 15000 });
-  await page.getByTestId("preset-shared-system").click();
+  await page.getByTestId(`preset-${preset}`).click();
+  return { page, errors };
+}
+
+try {
+  const { page, errors } = await presetPage(ref, "shared-system");
   await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
   const truthBase = `http://127.0.0.1:${ref.http}`;
   const since = (await (await fetch(`${truthBase}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
@@ -62,13 +68,7 @@ try {
   check(errors.length === 0, `no page errors (${errors.join("; ")})`);
 
   for (const [preset, turns, cachedLast] of [["chat-5-turns", 5, 0.5], ["agentic", 8, 0.9]]) {
-    const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
-    const errors = watchErrors(page);
-    await page.goto(url);
-    await page.getByTestId("pin-endpoint_url").fill(`https://127.0.0.1:${served.https}`);
-    await page.getByTestId("probe").click();
-    await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 15000 });
-    await page.getByTestId(`preset-${preset}`).click();
+    const { page, errors } = await presetPage(served, preset);
     await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
     const truthBase = `http://127.0.0.1:${served.http}`;
     const since = (await (await fetch(`${truthBase}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
@@ -113,13 +113,7 @@ try {
   {
     const rows = fs.readFileSync(new URL("../fixtures/traces/mooncake_conversation_head60.jsonl", import.meta.url), "utf8")
       .trim().split("\n").map((l) => JSON.parse(l));
-    const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
-    const errors = watchErrors(page);
-    await page.goto(url);
-    await page.getByTestId("pin-endpoint_url").fill(`https://127.0.0.1:${served.https}`);
-    await page.getByTestId("probe").click();
-    await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 15000 });
-    await page.getByTestId("preset-mooncake-replay").click();
+    const { page, errors } = await presetPage(served, "mooncake-replay");
     await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
     const truthBase = `http://127.0.0.1:${served.http}`;
     const since = (await (await fetch(`${truthBase}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
@@ -172,13 +166,7 @@ try {
       const us = ((Number(h) * 60 + Number(m)) * 60 + Number(whole)) * 1e6 + Number((frac + "000000").slice(0, 6));
       return { us, input: Number(input), output: Number(output) };
     });
-    const page = await (await browser.newContext({ acceptDownloads: true })).newPage();
-    const errors = watchErrors(page);
-    await page.goto(url);
-    await page.getByTestId("pin-endpoint_url").fill(`https://127.0.0.1:${served.https}`);
-    await page.getByTestId("probe").click();
-    await page.getByTestId("probe-message").filter({ hasText: "Probed" }).waitFor({ timeout: 15000 });
-    await page.getByTestId("preset-mooncake-replay").click();
+    const { page, errors } = await presetPage(served, "mooncake-replay");
     await page.getByTestId("pin-trace").fill("mooncake-conversation-60 scale=0.1 offset=0s");
     await page.getByTestId("trace-file").setInputFiles(csv.pathname);
     await page.getByTestId("trace-file-message").filter({ hasText: "40 rows" }).waitFor({ timeout: 10000 });
