@@ -246,6 +246,40 @@ fn compare_verdicts() {
         "{:?}",
         load.cells
     );
+    // Lengths from two different dataset files are not comparable: the prompt length row
+    // names each file by its digest.
+    let with_dataset = |csv: &[u8]| {
+        let mut r = fixture_report();
+        let d = pinbench::core::dataset::parse(csv).expect("reads");
+        r.body.config.dataset = Some(pinbench::core::pins::Pinned {
+            value: pinbench::core::pins::DatasetRef::of("lengths.csv", &d),
+            provenance: Default::default(),
+        });
+        subject("d", &r)
+    };
+    let (d1, d2) = (
+        with_dataset(b"input_tokens,output_tokens\n100,20\n"),
+        with_dataset(b"input_tokens,output_tokens\n100,21\n"),
+    );
+    assert_eq!(
+        compare(&[d1.clone(), d1.clone()]).verdict,
+        Verdict::Comparable
+    );
+    let c = compare(&[d1, d2]);
+    assert!(
+        c.verdict
+            .sentence()
+            .starts_with("not comparable: differs in prompt length"),
+        "{}",
+        c.verdict.sentence()
+    );
+    let row = c.pins.iter().find(|r| r.key == "prompt_len").expect("row");
+    assert!(
+        row.differs
+            && row.cells[0].starts_with("lengths of dataset lengths.csv (CSV of lengths, sha256 "),
+        "{:?}",
+        row.cells
+    );
     // A vLLM result leaves pins open: never comparable with a pinned report.
     let v = vllm();
     let c = compare(&[a, v]);

@@ -418,3 +418,123 @@ fn a_mooncake_slice_replays_its_rows_at_their_times() {
     assert!(late >= 4, "{late} late");
     assert_eq!(open.held_by_cap, late);
 }
+
+/// The pins of a closed-loop run whose lengths come from a dataset file.
+fn dataset_pins(base: &str, concurrency: u32, measured: &str) -> String {
+    Pins::reference()
+        .endpoint(base)
+        .with(&[
+            ("prompt_exactness", "server_tokenizer"),
+            ("stall_timeout_s", "30"),
+            ("prompt_tokens", "dataset"),
+            ("output_tokens", "dataset"),
+            // This file's prompts (a few words) are shorter than a nonce.
+            ("nonce_prefix", "off"),
+        ])
+        .concurrency(concurrency)
+        .windows("0", measured, "0")
+        .share_json()
+        .expect("pins")
+}
+
+/// A ShareGPT file (`pinbench run --dataset`): its rows' texts are counted by the
+/// server's `/tokenize` and request i asks for row order[i]'s lengths exactly — the
+/// prompt as the server counts it when sent, the answer's token count as its output — in
+/// the file's fixed order, cycling past its rows; a CSV of lengths gives its own.
+#[test]
+fn a_dataset_gives_each_request_the_lengths_of_its_row() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/datasets/fastchat_dummy_conversation_head40.json"
+    );
+    let d = pinbench::core::dataset::parse(&std::fs::read(file).expect("fixture")).expect("reads");
+    let server = Server::start(&["--prefix-cache", "on"]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    // The server's own counts of each row, as the test asks for them.
+    let count = |body: serde_json::Value| {
+        common::post(server.port, "/tokenize", &body, &[]).json()["count"]
+            .as_u64()
+            .expect("a count") as u32
+    };
+    let expected: Vec<(u32, u32)> = d
+        .order()
+        .into_iter()
+        .map(|i| match &d.rows[i] {
+            pinbench::core::dataset::DatasetRow::Texts { prompt, completion } => (
+                count(serde_json::json!({"model": "pinbench-tiny", "prompt": prompt})),
+                count(serde_json::json!({"model": "pinbench-tiny", "prompt": completion})),
+            ),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(expected.len(), 40);
+    let tmp = Tmp::new("dataset");
+    let report = run(&tmp, &dataset_pins(&base, 4, "48"), &["--dataset", file]);
+    let pin = &report
+        .body
+        .config
+        .dataset
+        .as_ref()
+        .expect("a dataset pin")
+        .value;
+    assert_eq!(
+        (pin.sha256.as_str(), pin.rows, pin.sampled, pin.format),
+        (
+            d.sha256.as_str(),
+            40,
+            40,
+            pinbench::core::dataset::DatasetFormat::ShareGpt
+        )
+    );
+    let recs = &report.body.records;
+    assert_eq!(recs.len(), 48);
+    let truth = with_truth(server.port, &report);
+    for r in recs {
+        let i = r.index as usize;
+        let (p, o) = expected[i % 40];
+        assert_eq!(
+            (r.prompt_tokens_requested, r.output_tokens_requested),
+            (p, o),
+            "request {i}: row {} of the order",
+            i % 40
+        );
+        let usage = r.usage.expect("usage");
+        assert_eq!(
+            (usage.prompt_tokens, usage.completion_tokens),
+            (u64::from(p), u64::from(o)),
+            "request {i}: sent as asked"
+        );
+        assert_eq!(truth[i].1, truth[i].3, "request {i}: the server's prompt");
+    }
+    let distinct: std::collections::BTreeSet<_> = expected.iter().collect();
+    eprintln!(
+        "dataset: 48 requests over the 40 rows of {} ({} distinct length pairs, prompts {}–{} tokens)",
+        pin.name,
+        distinct.len(),
+        expected.iter().map(|e| e.0).min().unwrap_or(0),
+        expected.iter().map(|e| e.0).max().unwrap_or(0)
+    );
+    assert!(distinct.len() > 5, "the rows' lengths differ");
+
+    // A CSV of lengths: its own, in its fixed order.
+    let tmp = Tmp::new("dataset-csv");
+    let csv = tmp.path("lengths.csv");
+    std::fs::write(&csv, "input_tokens,output_tokens\n40,9\n300,3\n77,21\n").expect("write");
+    let d = pinbench::core::dataset::parse(&std::fs::read(&csv).expect("csv")).expect("reads");
+    let order = d.known_lengths().expect("lengths").rows;
+    let report = run(&tmp, &dataset_pins(&base, 2, "7"), &["--dataset", &csv]);
+    for r in &report.body.records {
+        let i = r.index as usize;
+        assert_eq!(
+            (r.prompt_tokens_requested, r.output_tokens_requested),
+            order[i % 3],
+            "request {i}"
+        );
+        let usage = r.usage.expect("usage");
+        assert_eq!(
+            (usage.prompt_tokens, usage.completion_tokens),
+            (u64::from(order[i % 3].0), u64::from(order[i % 3].1))
+        );
+    }
+}

@@ -135,6 +135,11 @@ pub struct RunArgs {
     /// `scale=` and `offset=`, and `load_mode` must be `replay`.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// A dataset file whose rows give the lengths (ShareGPT JSON, counted by the
+    /// endpoint's /tokenize, or a CSV of input_tokens,output_tokens): its SHA-256 and rows
+    /// become the dataset pin; the pins' prompt_tokens and output_tokens must be `dataset`.
+    #[arg(long, value_name = "FILE")]
+    pub dataset: Option<PathBuf>,
     /// Do not probe the endpoint for pins the file leaves open (every pin must be set).
     #[arg(long)]
     pub no_probe: bool,
@@ -495,6 +500,24 @@ fn read_trace(
     Ok(trace)
 }
 
+/// Reads a dataset file whose rows give the lengths and writes its pin into `raw`.
+fn read_dataset(
+    path: &std::path::Path,
+    raw: &mut crate::core::pins::RawConfig,
+) -> Result<crate::core::dataset::Dataset, CliError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
+    let d = crate::core::dataset::parse(&bytes)
+        .map_err(|e| CliError::Pins(format!("{} is not a dataset: {e}", path.display())))?;
+    let name = path
+        .file_name()
+        .map_or_else(|| "dataset".into(), |n| n.to_string_lossy().into_owned());
+    raw.dataset = crate::core::pins::RawField::declared(
+        crate::core::pins::DatasetRef::of(&name, &d).form_text(),
+    );
+    Ok(d)
+}
+
 /// A built-in trace, from its file compiled into this command (the tab fetches the same
 /// file from the bundle's `traces/` folder).
 fn builtin_trace(name: &str) -> Result<crate::core::trace::Trace, CliError> {
@@ -615,7 +638,11 @@ pub struct NativeRun {
 /// Runs the session over the native network until it finishes (or Ctrl-C stops it).
 async fn drive(
     cfg: RunConfig,
-    (calibration, trace): (Calibration, Option<&crate::core::trace::Trace>),
+    (calibration, trace, dataset): (
+        Calibration,
+        Option<&crate::core::trace::Trace>,
+        Option<&crate::core::dataset::DatasetLengths>,
+    ),
     (mut net, mut rx): (NativeNet, mpsc::UnboundedReceiver<NetEvent>),
     clock: Clock,
     quiet: bool,
@@ -630,6 +657,15 @@ async fn drive(
     );
     if let Some(t) = trace {
         session.set_trace(t).map_err(CliError::Pins)?;
+    }
+    if let Some(d) = dataset {
+        session.set_dataset(d).map_err(CliError::Pins)?;
+    }
+    if session.lacks_dataset() {
+        return Err(CliError::Pins(
+            "the pins take lengths from a dataset that is not at hand (pass it with --dataset FILE)"
+                .into(),
+        ));
     }
     if session.lacks_trace() {
         return Err(CliError::Pins(
@@ -1018,6 +1054,10 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         Some(path) => Some(read_trace(path, &mut raw)?),
         None => None,
     };
+    let dataset = match &a.dataset {
+        Some(path) => Some(read_dataset(path, &mut raw)?),
+        None => None,
+    };
     let slo = Slo::from_ms_fields(&a.slo_ttft_ms, &a.slo_tpot_ms, &a.slo_e2e_ms)
         .map_err(CliError::Usage)?;
     let host = a.net.host();
@@ -1050,6 +1090,13 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         }
         (trace, _) => trace,
     };
+    if let (None, Some(d)) = (&dataset, &cfg.dataset) {
+        return Err(CliError::Usage(format!(
+            "{} takes lengths from the dataset file {}: pass it with --dataset FILE",
+            a.pins.display(),
+            d.value.name
+        )));
+    }
     let api_key = a.net.api_key(&cfg.endpoint.base_url)?;
     let key = load_key(&a.key)?;
     if let Some(at) = a.start_at {
@@ -1058,6 +1105,10 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     let created = iso8601(unix_ms_now());
     let run = block_on(async {
         let calibration = lifecycle::calibrate(&host, &cfg).await?;
+        let lengths = match &dataset {
+            Some(d) => Some(lifecycle::dataset_lengths(&host, &cfg, d).await?),
+            None => None,
+        };
         let clock = Clock::start();
         let ckpt = Checkpointer::create(&checkpoint, &created, &cfg, clock)?;
         let url = format!(
@@ -1070,7 +1121,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         let extra: Vec<(String, String)> = a.net.header.iter().cloned().collect();
         drive(
             cfg.clone(),
-            (calibration, trace.as_ref()),
+            (calibration, trace.as_ref(), lengths.as_ref()),
             (net, rx),
             clock,
             a.quiet,

@@ -51,6 +51,10 @@ pub struct RunRequest {
     /// A replay's trace file (its text; the page has checked that it reads and is the
     /// pinned file), `None` for other runs.
     pub trace: Option<String>,
+    /// The lengths a dataset's rows give, in the order they are sent (the page read the
+    /// file and had a ShareGPT file's texts counted), `None` for other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<crate::core::dataset::DatasetLengths>,
     /// The checkpoint the run's worker writes its completed records to (the page's key
     /// of the run); `None`: the records are not stored while the run goes.
     pub checkpoint_key: Option<String>,
@@ -399,6 +403,11 @@ impl BrowserHost {
             .map(|t| crate::core::trace::parse(t.as_bytes()))
         {
             let _ = session.set_trace(&t);
+        }
+        // Checked against the pin on the page too: lengths that failed here would leave
+        // the run with nothing to send, which its report shows.
+        if let Some(d) = &req.dataset {
+            let _ = session.set_dataset(d);
         }
         let extra: Vec<(String, String)> = req.extra_header.iter().cloned().collect();
         session.set_credentials(req.api_key, &extra);

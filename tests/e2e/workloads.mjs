@@ -8,7 +8,8 @@
 // and cached tokens equal the truth, conversations hold their turns in order, and the
 // results show the figures by turn. Last, the Mooncake replay preset: each request is its
 // trace row (lengths, send time, cached tokens against the truth), and the viewer names
-// the trace. Usage: node tests/e2e/workloads.mjs dist
+// the trace; a trace file and a ShareGPT dataset file of the user's own, opened in the tab.
+// Usage: node tests/e2e/workloads.mjs dist
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -184,6 +185,57 @@ try {
     const moved = records.filter((r, i) => r.t_intended_us - t0 !== Math.floor(((rows[i].us - rows[0].us) * 100) / 1000));
     check(moved.length === 0, `file replay: every intended send time is its row's, scaled by 0.1 (${moved.length} moved)`);
     check(errors.length === 0, `file replay: no page errors (${errors.join("; ")})`);
+  }
+
+  // A ShareGPT file opened with Dataset file: its texts are counted by the endpoint's
+  // /tokenize when the run starts, and request i asks for row order[i]'s lengths: the
+  // prompt exactly as the server counts it, the answer's count as the output.
+  {
+    const json = new URL("../fixtures/datasets/fastchat_dummy_conversation_head40.json", import.meta.url);
+    const { page, errors } = await presetPage(ref, "shared-system");
+    await page.getByTestId("shape-prompt_tokens").selectOption("dataset");
+    await page.getByTestId("shape-output_tokens").selectOption("dataset");
+    await page.getByTestId("pin-shared_prefix").fill("none");
+    // This file's prompts (a few words) are shorter than a nonce.
+    await page.getByTestId("pin-nonce_prefix").selectOption("off");
+    await page.getByTestId("pin-warmup").fill("0");
+    await page.getByTestId("pin-measured").fill("48");
+    await page.getByTestId("pin-cooldown").fill("0");
+    await page.getByTestId("dataset-file").setInputFiles(json.pathname);
+    await page.getByTestId("dataset-file-message").filter({ hasText: "40 rows" }).waitFor({ timeout: 10000 });
+    await page.getByTestId("all-pinned").waitFor({ timeout: 5000 });
+    const truthBase = `http://127.0.0.1:${ref.http}`;
+    const since = (await (await fetch(`${truthBase}/truth`)).json()).reduce((m, t) => Math.max(m, t.id), 0) + 1;
+    const file = path.join(os.tmpdir(), `pinbench-workloads-dataset-${process.pid}.json`);
+    const { report } = await startAndDownload(page, file, 300000);
+    const truths = await (await fetch(`${truthBase}/truth?since=${since}`)).json();
+    const pin = report.body.config.dataset?.value;
+    check(pin?.name === "fastchat_dummy_conversation_head40.json" && pin.format === "sharegpt" && pin.rows === 40 && pin.sampled === 40 && pin.sha256?.length === 64,
+      `dataset: the report pins the file by its digest, format and rows (${JSON.stringify(pin)})`);
+    const records = [...report.body.records].sort((a, b) => a.index - b.index);
+    check(records.length === 48 && records.every((r) => r.outcome.kind === "ok"), `dataset: 48 requests answered (${records.length})`);
+    // The server's own counts of the file's rows: what each request asked for.
+    const convs = JSON.parse(fs.readFileSync(json, "utf8"));
+    const count = async (text) => (await (await fetch(`${truthBase}/tokenize`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "pinbench-tiny", prompt: text }) })).json()).count;
+    const pairs = new Set();
+    for (const c of convs) pairs.add(`${await count(c.conversations[0].value)},${await count(c.conversations[1].value)}`);
+    const asked = records.map((r) => `${r.prompt_tokens_requested},${r.output_tokens_requested}`);
+    check(asked.every((a) => pairs.has(a)), `dataset: every request asks for the lengths of one of the file's rows (${asked.filter((a) => !pairs.has(a)).length} do not)`);
+    check(asked.slice(40).every((a, i) => a === asked[i]), "dataset: past its 40 rows the run cycles through them in the same order");
+    const byId = new Map(truths.map((t) => [t.response_id, t]));
+    const off = records.filter((r) => {
+      const t = byId.get(r.response_id);
+      return !t || r.usage?.prompt_tokens !== r.prompt_tokens_requested || t.prompt_tokens !== r.prompt_tokens_requested || r.usage?.completion_tokens !== r.output_tokens_requested;
+    });
+    check(off.length === 0, `dataset: every prompt and output is the row's length exactly, as the server counted it (${off.length} differ)`);
+    check(new Set(asked).size > 5, `dataset: the rows' lengths differ (${new Set(asked).size} distinct)`);
+    await page.getByTestId("nav-reports").click();
+    await page.getByTestId("open-file").setInputFiles(file);
+    const viewer = page.locator('[data-testid="report-body"]:visible');
+    await viewer.waitFor({ timeout: 30000 });
+    await viewer.getByText("lengths of dataset fastchat_dummy_conversation_head40.json", { exact: false }).first().waitFor({ timeout: 30000 });
+    check(true, "dataset: the viewer names the dataset, its digest and rows");
+    check(errors.length === 0, `dataset: no page errors (${errors.join("; ")})`);
   }
 } finally {
   await browser.close();

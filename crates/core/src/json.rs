@@ -7,7 +7,8 @@ use serde::de::DeserializeOwned;
 
 /// Reads a `T` from JSON text through its derived reader. A refusal says where: with the
 /// `paths` feature, the path of the value (`config.load.value.steps[0]: unknown field …`)
-/// and its line and column; without it, the line and column.
+/// and its line and column; without it (the wasm bundles), the line and column and the
+/// text around them ([`near`]).
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     #[cfg(feature = "paths")]
     let value = {
@@ -24,8 +25,28 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
         value
     };
     #[cfg(not(feature = "paths"))]
-    let value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let value = serde_json::from_str(text).map_err(|e| {
+        let near = near(text, e.line(), e.column());
+        if near.is_empty() {
+            e.to_string()
+        } else {
+            format!("{e}, near “{near}”")
+        }
+    })?;
     Ok(value)
+}
+
+/// Up to 24 characters of `text` either side of `line:column` (1-based, as serde_json
+/// counts them): where a refusal that cannot name its path points.
+pub fn near(text: &str, line: usize, column: usize) -> String {
+    let Some(l) = text.lines().nth(line.saturating_sub(1)) else {
+        return String::new();
+    };
+    let chars: Vec<char> = l.chars().collect();
+    let at = column.min(chars.len());
+    let from = at.saturating_sub(24);
+    let to = (at + 24).min(chars.len());
+    chars[from..to].iter().collect::<String>().trim().to_owned()
 }
 
 /// A decimal number's text as the nearest `f64` (correctly rounded), or `None` when it is
@@ -95,3 +116,20 @@ pub fn write_canonical_str(out: &mut Vec<u8>, s: &str) {
 /// The largest integer JSON carries exactly (2^53 − 1): larger ones are refused as pins
 /// and counts, since JavaScript and RFC 8785 would round them.
 pub const MAX_JSON_INTEGER: u64 = (1 << 53) - 1;
+
+#[cfg(test)]
+mod near_tests {
+    use super::near;
+
+    #[test]
+    fn near_gives_the_text_around_a_position() {
+        let text = "{\n  \"status\": 65536, \"id\": \"a-rather-long-identifier-that-goes-on\"\n}";
+        assert_eq!(
+            near(text, 2, 18),
+            "\"status\": 65536, \"id\": \"a-rather-long-id"
+        );
+        assert_eq!(near(text, 1, 1), "{");
+        assert_eq!(near(text, 9, 1), "");
+        assert_eq!(near("é€😀", 1, 99), "é€😀");
+    }
+}

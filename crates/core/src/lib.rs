@@ -20,7 +20,7 @@ pub mod share;
 pub mod sort;
 pub mod stats;
 
-pub use config::{claim, pins, probe, trace, vendors};
+pub use config::{claim, dataset, pins, probe, trace, vendors};
 pub use measure::{dialect, record, sse, vendor};
 pub use present::{chart, definitions, html, live, view};
 pub use run::{behaviour, http, lifecycle, prompt, schedule, session};

@@ -86,6 +86,9 @@ pub fn RunPage() -> impl IntoView {
     // what reading it said.
     let trace_file = (RwSignal::new(String::new()), RwSignal::new(String::new()));
     let trace_msg = RwSignal::new(String::new());
+    // A dataset file opened for its lengths, and what reading it said.
+    let dataset_file = RwSignal::new(None::<crate::core::dataset::Dataset>);
+    let dataset_msg = RwSignal::new(String::new());
     // A failed build or sign: the records and the error, offered as an unsigned download.
     let unsigned = RwSignal::new(None::<String>);
     let handle = StoredValue::new_local(None::<RunHandle>);
@@ -174,6 +177,20 @@ pub fn RunPage() -> impl IntoView {
             }
             None => None,
         };
+        // A dataset's lengths come from the file opened here, if it is the pinned one.
+        let dataset = match &cfg.dataset {
+            Some(d) => match dataset_file.get_untracked().filter(|f| f.sha256 == d.value.sha256) {
+                Some(f) => Some(f),
+                None => {
+                    return run_error.set(format!(
+                        "The pins take lengths from the dataset file {} (SHA-256 {}…): open that file with “Dataset file” first.",
+                        d.value.name,
+                        d.value.sha256.get(..12).unwrap_or(&d.value.sha256)
+                    ))
+                }
+            },
+            None => None,
+        };
         running.set(true);
         storage_note.set(String::new());
         report.set(None);
@@ -206,6 +223,17 @@ pub fn RunPage() -> impl IntoView {
                     return run_error.set(e.to_string());
                 }
             };
+            // A ShareGPT file's texts are counted by the endpoint's tokenizer.
+            let dataset = match &dataset {
+                Some(d) => match lifecycle::dataset_lengths(&PageHost, &cfg, d).await {
+                    Ok(l) => Some(l),
+                    Err(e) => {
+                        running.set(false);
+                        return run_error.set(e.to_string());
+                    }
+                },
+                None => None,
+            };
             let created = js_sys::Date::new_0()
                 .to_iso_string()
                 .as_string()
@@ -229,6 +257,7 @@ pub fn RunPage() -> impl IntoView {
                 extra_header: None,
                 seed: seed.to_vec(),
                 trace,
+                dataset,
                 checkpoint_key: Some(ctx.key().to_owned()),
             };
             let sinks = RunSinks {
@@ -574,27 +603,33 @@ pub fn RunPage() -> impl IntoView {
                             <label>"E2E ≤ " <input class="field__input field__input--short" data-testid="slo-e2e" aria-label="SLO: E2E latency, ms" inputmode="decimal" prop:value=move || slo_fields.get().2 on:input=move |ev| slo_fields.update(|f| f.2 = event_target_value(&ev)) /> " ms"</label>
                         </div>
                     </fieldset>
-                    {move || form.with(|f| f.load_mode.text.trim() == "replay").then(|| view! {
-                        <fieldset class="pin-section run__more" data-testid="section-trace-file">
-                            <legend class="pin-section__legend"><span class="pin-section__title">"Trace file (read here, never uploaded)"</span></legend>
-                            <input type="file" class="field__input" data-testid="trace-file" aria-label="Trace file to replay" on:change=move |ev| {
-                                use wasm_bindgen::JsCast;
-                                let input: Option<web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());
-                                let Some(file) = input.and_then(|i| i.files()).and_then(|l| l.item(0)) else { return };
-                                spawn_local(async move {
-                                    match open_trace_file(&file, form).await {
-                                        Ok((sha, text, msg)) => {
-                                            trace_file.0.set(sha);
-                                            trace_file.1.set(text);
-                                            trace_msg.set(msg);
-                                        }
-                                        Err(e) => trace_msg.set(e),
-                                    }
-                                });
-                            } />
-                            <p class="run__probe-msg" data-testid="trace-file-message" role="status">{move || trace_msg.get()}</p>
-                        </fieldset>
-                    })}
+                    {move || form.with(|f| f.load_mode.text.trim() == "replay").then(|| file_fieldset(
+                        ("Trace file (read here, never uploaded)", "trace-file", "Trace file to replay"),
+                        trace_msg,
+                        move |file| spawn_local(async move {
+                            match open_trace_file(&file, form).await {
+                                Ok((sha, text, msg)) => {
+                                    trace_file.0.set(sha);
+                                    trace_file.1.set(text);
+                                    trace_msg.set(msg);
+                                }
+                                Err(e) => trace_msg.set(e),
+                            }
+                        }),
+                    ))}
+                    {move || form.with(|f| pins::applies(f, "dataset")).then(|| file_fieldset(
+                        ("Dataset file (read here, never uploaded)", "dataset-file", "Dataset file whose rows give the lengths"),
+                        dataset_msg,
+                        move |file| spawn_local(async move {
+                            match open_dataset_file(&file, form).await {
+                                Ok((d, msg)) => {
+                                    dataset_file.set(Some(d));
+                                    dataset_msg.set(msg);
+                                }
+                                Err(e) => dataset_msg.set(e),
+                            }
+                        }),
+                    ))}
                 </div>
                 <div class="run__aside" role="region" aria-label="Before Start">
                     <div class="panel run__checklist" data-testid="checklist" aria-live="polite" on:click=on_checklist_click>
@@ -665,6 +700,57 @@ async fn builtin_trace_text(t: &crate::core::pins::TraceRef) -> Result<String, S
         ));
     }
     Ok(text)
+}
+
+/// A fieldset holding a file input (`title`, its test id and label) and the line `msg`
+/// saying what reading the file said; `on_file` gets the picked file.
+fn file_fieldset(
+    (title, testid, label): (&'static str, &'static str, &'static str),
+    msg: RwSignal<String>,
+    on_file: impl Fn(web_sys::File) + 'static,
+) -> impl IntoView {
+    view! {
+        <fieldset class="pin-section run__more" data-testid=format!("section-{testid}")>
+            <legend class="pin-section__legend"><span class="pin-section__title">{title}</span></legend>
+            <input type="file" class="field__input" data-testid=testid aria-label=label on:change=move |ev| {
+                use wasm_bindgen::JsCast;
+                let input: Option<web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());
+                if let Some(file) = input.and_then(|i| i.files()).and_then(|l| l.item(0)) {
+                    on_file(file);
+                }
+            } />
+            <p class="run__probe-msg" data-testid=format!("{testid}-message") role="status">{move || msg.get()}</p>
+        </fieldset>
+    }
+}
+
+/// Reads a dataset file the user picked and writes its pin into the form: the dataset and
+/// a line saying what it holds.
+async fn open_dataset_file(
+    file: &web_sys::File,
+    form: RwSignal<RawConfig>,
+) -> Result<(crate::core::dataset::Dataset, String), String> {
+    let name = file.name();
+    let text = crate::web::files::read_file(file)
+        .await
+        .map_err(|e| format!("{name}: {e}"))?;
+    let d = crate::core::dataset::parse(text.as_bytes()).map_err(|e| format!("{name}: {e}"))?;
+    let pin = pins::DatasetRef::of(&name, &d);
+    let msg = format!(
+        "Read {name}: {}, {} rows ({} left out), SHA-256 {}…; a run uses {}{}",
+        d.format.label(),
+        d.rows.len(),
+        d.skipped,
+        d.sha256.get(..12).unwrap_or(&d.sha256),
+        pin.sampled,
+        match d.format {
+            crate::core::dataset::DatasetFormat::ShareGpt =>
+                ", counted by the endpoint's /tokenize when the run starts",
+            crate::core::dataset::DatasetFormat::LengthsCsv => "",
+        }
+    );
+    form.update(|f| f.dataset = RawField::declared(pin.form_text()));
+    Ok((d, msg))
 }
 
 /// Reads a trace file the user picked and writes its pin into the form (keeping the pin's

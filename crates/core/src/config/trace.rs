@@ -19,9 +19,10 @@ pub const MAX_ROWS: usize = 1_000_000;
 /// Bytes a trace file may have.
 pub const MAX_BYTES: usize = 256 << 20;
 
-/// A trace file's format.
+/// A trace file's format. Read from its name ([`TraceFormat::wire`]) through a string:
+/// a derived enum reader costs the card page a kilobyte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "snake_case", try_from = "String")]
 pub enum TraceFormat {
     /// Mooncake's JSONL (kvcache-ai/Mooncake `FAST25-release/traces/`).
     Mooncake,
@@ -48,6 +49,21 @@ impl TraceFormat {
             TraceFormat::BurstGpt => "burst_gpt",
             TraceFormat::Azure => "azure",
         }
+    }
+}
+
+impl TryFrom<String> for TraceFormat {
+    type Error = String;
+
+    fn try_from(t: String) -> Result<Self, String> {
+        [
+            TraceFormat::Mooncake,
+            TraceFormat::BurstGpt,
+            TraceFormat::Azure,
+        ]
+        .into_iter()
+        .find(|f| f.wire() == t)
+        .ok_or_else(|| format!("unknown trace format `{t}`, expected mooncake, burst_gpt or azure"))
     }
 }
 

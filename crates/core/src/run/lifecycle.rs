@@ -97,6 +97,9 @@ pub enum LifecycleError {
     /// The `/tokenize` calibration failed.
     #[error(transparent)]
     Calibration(#[from] CalibrationError),
+    /// A dataset's lengths could not be had.
+    #[error("The dataset: {0}")]
+    Dataset(String),
     /// The report could not be built from the records.
     #[error("Could not build the report: {0}")]
     Build(String),
@@ -494,6 +497,81 @@ pub async fn calibrate<H: Host>(
         host.request(HttpRequest::post_json(url, body)).await.ok()
     })
     .await?)
+}
+
+/// The lengths a run takes from `dataset` (the file its pin names), in the order it sends
+/// them: a CSV's own; a ShareGPT file's texts counted by the endpoint's `/tokenize` — the
+/// prompt as the run sends a prompt ([`prompt::tokenize_bodies`], template included), the
+/// answer as a plain prompt (BOS included, as vLLM's bench counts it) — never estimated:
+/// a row the server does not count stops the run from starting.
+pub async fn dataset_lengths<H: Host>(
+    host: &H,
+    cfg: &pins::RunConfig,
+    dataset: &crate::dataset::Dataset,
+) -> Result<crate::dataset::DatasetLengths, LifecycleError> {
+    let Some(pin) = cfg.dataset.as_ref().map(|d| &d.value) else {
+        return Err(LifecycleError::Dataset(
+            "the run takes no lengths from a dataset".into(),
+        ));
+    };
+    if pin.sha256 != dataset.sha256 {
+        return Err(LifecycleError::Dataset(format!(
+            "the file is not the one pinned (SHA-256 {} ≠ {})",
+            dataset.sha256, pin.sha256
+        )));
+    }
+    if let Some(known) = dataset.known_lengths() {
+        return Ok(known);
+    }
+    let url = format!("{}/tokenize", cfg.endpoint.base_url);
+    let model = &cfg.model.id.value;
+    let count = |bodies: Vec<String>| {
+        let url = url.clone();
+        async move {
+            for body in bodies {
+                let answer = host
+                    .request(HttpRequest::post_json(url.clone(), body))
+                    .await;
+                if let Ok((200, text)) = answer {
+                    if let Some(n) =
+                        prompt::tokenize_count(&text).and_then(|n| u32::try_from(n).ok())
+                    {
+                        return Some(n);
+                    }
+                }
+            }
+            None
+        }
+    };
+    let mut rows = Vec::new();
+    for i in dataset.order() {
+        let Some(crate::dataset::DatasetRow::Texts { prompt, completion }) = dataset.rows.get(i)
+        else {
+            return Err(LifecycleError::Dataset("a row holds no texts".into()));
+        };
+        let (p, o) = join(
+            count(prompt::tokenize_bodies(cfg.endpoint.dialect, model, prompt)),
+            count(prompt::tokenize_bodies(
+                Dialect::Completions,
+                model,
+                completion,
+            )),
+        )
+        .await;
+        match (p, o) {
+            (Some(p), Some(o)) if p > 0 && o > 0 => rows.push((p, o)),
+            _ => {
+                return Err(LifecycleError::Dataset(format!(
+                    "{url} did not count row {} of the file: a ShareGPT file's texts are counted with the server's own tokenizer; give a CSV of token lengths (input_tokens,output_tokens) for an endpoint without /tokenize",
+                    i + 1
+                )))
+            }
+        }
+    }
+    Ok(crate::dataset::DatasetLengths {
+        sha256: dataset.sha256.clone(),
+        rows,
+    })
 }
 
 /// What checking a report file came to, worst last: the order is the exit status's.

@@ -271,7 +271,8 @@ pub fn targets(d: &LengthDist) -> Vec<u32> {
         LengthDist::Fixed { tokens } => vec![tokens],
         // A replay's lengths are every row's: the fitted line sets them (see
         // [`Calibrator`]), checked by the server's usage.
-        LengthDist::Trace {} => Vec::new(),
+        // So are a dataset's.
+        LengthDist::Trace {} | LengthDist::Dataset {} => Vec::new(),
         LengthDist::Uniform { min, max } | LengthDist::NormalClipped { min, max, .. } => {
             if min == max {
                 vec![min]

@@ -229,6 +229,8 @@ pub struct RunSession {
     prefix_seed: u64,
     /// A replay's rows (arrivals, lengths, blocks), when the trace is at hand.
     replay: Option<Vec<crate::trace::TraceRow>>,
+    /// A dataset's (prompt, output) lengths in the order they are sent (cycling).
+    dataset: Option<Vec<(u32, u32)>>,
     /// Request bodies of the replay's next rows, built ahead (row, body), in row order.
     prepared: std::collections::VecDeque<(usize, String)>,
     /// Conversations of this step (multi-turn runs), by number.
@@ -284,6 +286,7 @@ impl RunSession {
             prefix_seed,
             // A replay's rows come from the host, which reads the file (`set_trace`).
             replay: None,
+            dataset: None,
             prepared: std::collections::VecDeque::new(),
             convs: BTreeMap::new(),
             next_conv: 0,
@@ -320,6 +323,37 @@ impl RunSession {
         }
         self.replay = Some(crate::pins::replay_rows(trace, t.offset_ms));
         Ok(())
+    }
+
+    /// A dataset's lengths, from the host (a CSV's own, or a ShareGPT file's counted by
+    /// [`crate::lifecycle::dataset_lengths`]): used if they come from the file the pin
+    /// names (same SHA-256) and are as many as it says the run uses.
+    pub fn set_dataset(&mut self, lengths: &crate::dataset::DatasetLengths) -> Result<(), String> {
+        let Some(d) = self.cfg.dataset.as_ref().map(|d| &d.value) else {
+            return Err("the run takes no lengths from a dataset".into());
+        };
+        if lengths.sha256 != d.sha256 {
+            return Err(format!(
+                "the dataset file is not the one pinned (SHA-256 {} ≠ {})",
+                lengths.sha256, d.sha256
+            ));
+        }
+        if lengths.rows.len() != d.sampled as usize
+            || lengths.rows.iter().any(|&(i, o)| i == 0 || o == 0)
+        {
+            return Err(format!(
+                "the dataset's lengths are not the {} rows its pin says the run uses",
+                d.sampled
+            ));
+        }
+        self.dataset = Some(lengths.rows.clone());
+        Ok(())
+    }
+
+    /// Whether the run takes its lengths from a dataset whose lengths are not at hand
+    /// (the host has not given them with [`Self::set_dataset`]): it would send nothing.
+    pub fn lacks_dataset(&self) -> bool {
+        self.cfg.dataset.is_some() && self.dataset.is_none()
     }
 
     /// Whether the run is a replay whose trace is not at hand (the host has not given its
@@ -408,7 +442,16 @@ impl RunSession {
                 self.step_gap_until = None;
             }
             if self.sched.is_none() {
-                let Some(&load) = self.cfg.load.value.steps.get(self.step) else {
+                // Without its dataset's lengths a run sends nothing (the hosts refuse to
+                // start it).
+                let Some(&load) = self
+                    .cfg
+                    .load
+                    .value
+                    .steps
+                    .get(self.step)
+                    .filter(|_| !self.lacks_dataset())
+                else {
                     self.finished = true;
                     return Wake::Finished;
                 };
@@ -511,8 +554,14 @@ impl RunSession {
         let cfg = &self.cfg;
         let r = &mut self.plan_rng;
         let (u1, z1, u2, z2) = (r.unit(), r.normal(), r.unit(), r.normal());
-        let prompt_tokens = cfg.prompt_len.value.sample(u1, z1);
-        let output_tokens = cfg.output_len.value.sample(u2, z2);
+        let (prompt_tokens, output_tokens) = match self.dataset.as_deref() {
+            // A dataset row gives both lengths, in the file's fixed order.
+            Some(rows) if !rows.is_empty() => rows[index as usize % rows.len()],
+            _ => (
+                cfg.prompt_len.value.sample(u1, z1),
+                cfg.output_len.value.sample(u2, z2),
+            ),
+        };
         let nonce_seed = r.next_u64();
         let nonce = cfg
             .cache

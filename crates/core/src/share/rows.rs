@@ -129,7 +129,11 @@ pub fn pin_rows(c: &RunConfig) -> Vec<PinRow> {
             PinId::PromptLength,
             "prompt_len",
             "prompt length (tokens)",
-            c.prompt_len.value.to_string(),
+            // Lengths from a dataset: which file, its format and the rows used.
+            match &c.dataset {
+                Some(d) => d.value.to_string(),
+                None => c.prompt_len.value.to_string(),
+            },
             &c.prompt_len.provenance,
         ),
         row(

@@ -171,6 +171,12 @@ pub const FIELD_SPECS: &[FieldSpec] = &[
         example: "ignore_eos",
     },
     FieldSpec {
+        name: "dataset",
+        label: "Dataset (its rows give both lengths)",
+        control: Control::Text,
+        example: "file:sharegpt.json sha256=… format=sharegpt rows=… sampled=…",
+    },
+    FieldSpec {
         name: "load_mode",
         label: "Load",
         control: Control::Choice(LOAD_MODES),
@@ -360,6 +366,9 @@ pub fn applies(raw: &RawConfig, name: &str) -> bool {
         "rate_rps" | "arrival" => mode == Some(1),
         "in_flight_cap" => matches!(mode, Some(1 | 2)),
         "trace" => mode == Some(2),
+        "dataset" => [&raw.prompt_tokens, &raw.output_tokens]
+            .iter()
+            .any(|f| f.text.trim().eq_ignore_ascii_case("dataset")),
         _ => true,
     }
 }
@@ -437,14 +446,17 @@ pub enum LengthShape {
     Uniform,
     /// normal(mean,std,min,max), clipped.
     Normal,
+    /// The lengths of a dataset file's rows (opened with the Run screen's Dataset file).
+    Dataset,
 }
 
 impl LengthShape {
     /// All shapes, in menu order.
-    pub const ALL: [LengthShape; 3] = [
+    pub const ALL: [LengthShape; 4] = [
         LengthShape::Fixed,
         LengthShape::Uniform,
         LengthShape::Normal,
+        LengthShape::Dataset,
     ];
 
     /// Its value in the form (and menu).
@@ -453,6 +465,7 @@ impl LengthShape {
             LengthShape::Fixed => "fixed",
             LengthShape::Uniform => "uniform",
             LengthShape::Normal => "normal",
+            LengthShape::Dataset => "dataset",
         }
     }
 
@@ -462,6 +475,7 @@ impl LengthShape {
             LengthShape::Fixed => &["tokens"],
             LengthShape::Uniform => &["min", "max"],
             LengthShape::Normal => &["mean", "std", "min", "max"],
+            LengthShape::Dataset => &[],
         }
     }
 
@@ -476,6 +490,9 @@ impl LengthShape {
 pub fn length_parts(text: &str) -> (LengthShape, Vec<String>) {
     let t = text.trim();
     let lower = t.to_ascii_lowercase();
+    if lower == "dataset" {
+        return (LengthShape::Dataset, Vec::new());
+    }
     for shape in [LengthShape::Uniform, LengthShape::Normal] {
         if let Some(rest) = lower.strip_prefix(shape.id()) {
             let inner = rest.trim().trim_start_matches('(').trim_end_matches(')');
@@ -491,6 +508,7 @@ pub fn length_parts(text: &str) -> (LengthShape, Vec<String>) {
 pub fn length_text(shape: LengthShape, parts: &[String]) -> String {
     match shape {
         LengthShape::Fixed => parts.first().cloned().unwrap_or_default(),
+        LengthShape::Dataset => "dataset".into(),
         s => format!("{}({})", s.id(), parts.join(",")),
     }
 }
@@ -506,10 +524,13 @@ pub fn length_reshape(text: &str, shape: LengthShape) -> String {
         Some(LengthDist::Fixed { tokens }) => tokens.to_string(),
         Some(LengthDist::Uniform { min, max }) => (min / 2 + max / 2).to_string(),
         Some(LengthDist::NormalClipped { mean, .. }) => mean.to_string(),
-        Some(LengthDist::Trace {}) | None => parts.first().cloned().unwrap_or_default(),
+        Some(LengthDist::Trace {} | LengthDist::Dataset {}) | None => {
+            parts.first().cloned().unwrap_or_default()
+        }
     };
     let parts: Vec<String> = match shape {
         LengthShape::Fixed => vec![typical],
+        LengthShape::Dataset => Vec::new(),
         LengthShape::Uniform => vec![typical.clone(), typical],
         LengthShape::Normal => vec![typical.clone(), "0".into(), typical.clone(), typical],
     };
@@ -881,6 +902,7 @@ pub const WORKLOAD_FIELDS: &[&str] = &[
     "prompt_exactness",
     "output_tokens",
     "output_enforcement",
+    "dataset",
     "load_mode",
     "concurrency",
     "rate_rps",
@@ -1001,6 +1023,9 @@ pub fn workload_form(cfg: &RunConfig) -> RawConfig {
         fills.push(("reasoning", reasoning_form(&r.value)));
     }
     fills.push(("turns", cfg.conversation().to_string()));
+    if let Some(d) = &cfg.dataset {
+        fills.push(("dataset", d.value.form_text()));
+    }
     if let Some(t) = &cfg.trace {
         fills.push(("load_mode", "replay".into()));
         fills.push(("trace", t.value.form_text()));
@@ -1065,8 +1090,8 @@ pub fn plan_summary(cfg: &RunConfig, ms_per_token: Option<u64>) -> PlanSummary {
         LengthDist::Fixed { tokens } => u64::from(tokens),
         LengthDist::Uniform { min, max } => (u64::from(min) + u64::from(max)) / 2,
         LengthDist::NormalClipped { mean, .. } => u64::from(mean),
-        // A replay's lengths are its rows': their means are not pinned.
-        LengthDist::Trace {} => 0,
+        // A replay's or a dataset's lengths are its rows': their means are not pinned.
+        LengthDist::Trace {} | LengthDist::Dataset {} => 0,
     };
     let (p, o) = (mean(&cfg.prompt_len.value), mean(&cfg.output_len.value));
     let tokens = requests.map(|n| (n.saturating_mul(p), n.saturating_mul(o)));
@@ -1216,6 +1241,7 @@ mod tests {
             "uniform(100,200)",
             "normal(500,100,100,900)",
             "uniform(100,",
+            "dataset",
             "",
         ] {
             let (shape, parts) = length_parts(t);
@@ -1235,6 +1261,8 @@ mod tests {
             "150"
         );
         assert!(parse_length_dist(&length_reshape("64", LengthShape::Normal)).is_some());
+        assert_eq!(length_reshape("64", LengthShape::Dataset), "dataset");
+        assert_eq!(parse_length_dist("dataset"), Some(LengthDist::Dataset {}));
     }
 
     #[test]

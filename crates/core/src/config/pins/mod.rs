@@ -152,6 +152,7 @@ impl TryFrom<LengthDistWire> for LengthDist {
             match (w.kind.as_str(), w.tokens, w.mean, w.std, w.min, w.max) {
                 ("fixed", Some(tokens), None, None, None, None) => LengthDist::Fixed { tokens },
                 ("trace", None, None, None, None, None) => LengthDist::Trace {},
+                ("dataset", None, None, None, None, None) => LengthDist::Dataset {},
                 ("uniform", None, None, None, Some(min), Some(max)) => {
                     LengthDist::Uniform { min, max }
                 }
@@ -170,6 +171,7 @@ impl TryFrom<LengthDistWire> for LengthDist {
                         &[
                             ("fixed", &["tokens"]),
                             ("trace", &[]),
+                            ("dataset", &[]),
                             ("uniform", &["min", "max"]),
                             ("normal_clipped", &["mean", "std", "min", "max"]),
                         ],
@@ -369,6 +371,8 @@ pub enum LengthDist {
     },
     /// Each request has its trace row's length (a replay: [`RunConfig::trace`]).
     Trace {},
+    /// Each request has the lengths of a dataset row ([`RunConfig::dataset`]).
+    Dataset {},
     /// Uniform over `[min, max]`.
     Uniform {
         /// Smallest.
@@ -394,7 +398,7 @@ impl LengthDist {
     pub fn min(&self) -> u32 {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
-            LengthDist::Trace {} => 1,
+            LengthDist::Trace {} | LengthDist::Dataset {} => 1,
             LengthDist::Uniform { min, .. } | LengthDist::NormalClipped { min, .. } => min,
         }
     }
@@ -403,8 +407,9 @@ impl LengthDist {
     pub fn max(&self) -> u32 {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
-            // The trace's own longest is in its pin ([`TraceRef`]).
-            LengthDist::Trace {} => 0,
+            // The trace's own longest is in its pin ([`TraceRef`]); a dataset's rows are
+            // counted by the host ([`crate::dataset`]).
+            LengthDist::Trace {} | LengthDist::Dataset {} => 0,
             LengthDist::Uniform { max, .. } | LengthDist::NormalClipped { max, .. } => max,
         }
     }
@@ -413,7 +418,7 @@ impl LengthDist {
     pub fn mean(&self) -> u32 {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
-            LengthDist::Trace {} => 0,
+            LengthDist::Trace {} | LengthDist::Dataset {} => 0,
             LengthDist::Uniform { min, max } => min + (max - min) / 2,
             LengthDist::NormalClipped { mean, .. } => mean,
         }
@@ -424,8 +429,8 @@ impl LengthDist {
     pub fn sample(&self, u: f64, z: f64) -> u32 {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
-            // A replay takes each row's length, never a draw.
-            LengthDist::Trace {} => 1,
+            // A replay or a dataset takes each row's length, never a draw.
+            LengthDist::Trace {} | LengthDist::Dataset {} => 1,
             LengthDist::Uniform { min, max } => {
                 let span = f64::from(max - min + 1);
                 (min + (bounded(u, 0.0, 1.0) * span) as u32).min(max)
@@ -448,6 +453,7 @@ impl fmt::Display for LengthDist {
         match *self {
             LengthDist::Fixed { tokens } => write!(f, "{tokens}"),
             LengthDist::Trace {} => f.write_str("trace"),
+            LengthDist::Dataset {} => f.write_str("dataset"),
             LengthDist::Uniform { min, max } => write!(f, "uniform({min},{max})"),
             LengthDist::NormalClipped {
                 mean,
@@ -848,6 +854,73 @@ impl fmt::Display for TraceRef {
     }
 }
 
+/// A dataset whose rows give each request's prompt and output lengths (joint per row):
+/// which file (by its SHA-256), its format and rows, and how many of them a run uses (the
+/// first of the file's fixed order, [`crate::dataset::Dataset::order`], cycling). A
+/// ShareGPT file's texts are counted by the endpoint's `/tokenize` before the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetRef {
+    /// The file's name.
+    pub name: String,
+    /// The file's format.
+    pub format: crate::dataset::DatasetFormat,
+    /// SHA-256 of the file, hex.
+    pub sha256: String,
+    /// Usable rows in the file.
+    pub rows: u32,
+    /// Rows a run uses (at most [`crate::dataset::MAX_SAMPLED`]).
+    pub sampled: u32,
+}
+
+impl DatasetRef {
+    /// The pin for a dataset file read by a host.
+    pub fn of(name: &str, d: &crate::dataset::Dataset) -> Self {
+        Self {
+            name: name
+                .chars()
+                .map(|c| if c.is_whitespace() { '_' } else { c })
+                .collect(),
+            format: d.format,
+            sha256: d.sha256.clone(),
+            rows: u32::try_from(d.rows.len()).unwrap_or(u32::MAX),
+            sampled: u32::try_from(d.sampled()).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// As the form writes it: `file:NAME sha256=HEX format=F rows=N sampled=N` (what
+    /// [`parse_dataset`] reads).
+    pub fn form_text(&self) -> String {
+        format!(
+            "file:{} sha256={} format={} rows={} sampled={}",
+            self.name,
+            self.sha256,
+            self.format.wire(),
+            self.rows,
+            self.sampled
+        )
+    }
+}
+
+impl fmt::Display for DatasetRef {
+    /// `lengths of dataset NAME (FORMAT, sha256 PREFIX…, N of M rows[, counted by …])`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "lengths of dataset {} ({}, sha256 {}…, {} of its {} rows in the file's fixed order{})",
+            self.name,
+            self.format.label(),
+            self.sha256.get(..12).unwrap_or(&self.sha256),
+            self.sampled,
+            self.rows,
+            match self.format {
+                crate::dataset::DatasetFormat::ShareGpt => ", counted by the server's /tokenize",
+                crate::dataset::DatasetFormat::LengthsCsv => "",
+            }
+        )
+    }
+}
+
 /// The rows a replay sends: those at or after `offset_ms`, times from the first of them.
 pub fn replay_rows(trace: &crate::trace::Trace, offset_ms: u64) -> Vec<crate::trace::TraceRow> {
     let from = offset_ms.saturating_mul(1000);
@@ -981,6 +1054,9 @@ pub struct RunConfig {
     /// Pin 4 (load), a replay: the trace whose rows set arrivals and lengths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<Pinned<TraceRef>>,
+    /// Pins 2 and 3 (prompt and output lengths) taken from a dataset's rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<Pinned<DatasetRef>>,
 }
 
 impl RunConfig {
@@ -1255,11 +1331,65 @@ mod tests {
     }
 
     #[test]
+    fn a_dataset_gives_both_lengths_and_is_pinned_by_its_file() {
+        let d =
+            crate::dataset::parse(b"input_tokens,output_tokens\n100,20\n30,4\n").expect("reads");
+        let pin = DatasetRef::of("my lengths.csv", &d);
+        assert_eq!(pin.name, "my_lengths.csv");
+        assert_eq!(parse_dataset(&pin.form_text()), Some(pin.clone()));
+        let mut raw = full_raw();
+        raw.prompt_tokens = RawField::declared("dataset");
+        raw.output_tokens = RawField::declared("dataset");
+        raw.dataset = RawField::declared(pin.form_text());
+        let cfg = RunConfig::try_from(&raw).expect("pinned");
+        assert_eq!(cfg.dataset.as_ref().map(|d| &d.value), Some(&pin));
+        assert!(form::applies(&raw, "dataset"));
+        // Read back from its JSON, and the form it fills is the same.
+        let back: RunConfig =
+            crate::json::from_str(&serde_json::to_string(&cfg).expect("json")).expect("reads");
+        assert_eq!(back, cfg);
+        // One length from the dataset is both; the file is needed; no shared prefix.
+        for (field, text, bad) in [
+            ("output_tokens", "128", "output_tokens"),
+            ("dataset", "", "dataset"),
+            (
+                "dataset",
+                "file:x sha256=00 format=sharegpt rows=2 sampled=2",
+                "dataset",
+            ),
+            (
+                "dataset",
+                &pin.form_text().replace("sampled=2", "sampled=1"),
+                "dataset",
+            ),
+            ("shared_prefix", "2048", "shared_prefix"),
+            ("turns", "5", "turns"),
+        ] {
+            let mut r = raw.clone();
+            *r.field_mut(field).expect("field") = RawField::declared(text);
+            let e = RunConfig::try_from(&r).expect_err(field);
+            assert!(
+                e.problems().iter().any(|p| p.field == bad),
+                "{field}={text}: {e}"
+            );
+        }
+        // Without a dataset, `dataset` is not a length.
+        let mut r = full_raw();
+        r.prompt_tokens = RawField::declared("128");
+        r.dataset = RawField::declared(pin.form_text());
+        assert_eq!(RunConfig::try_from(&r).expect("pinned").dataset, None);
+        assert!(!form::applies(&r, "dataset"));
+    }
+
+    #[test]
     fn one_missing_pin_blocks_the_run() {
         for (name, _) in RawConfig::FIELDS {
             let mut raw = full_raw();
             raw.field_mut(name).expect("field").text.clear();
-            let optional = matches!(*name, "rate_rps" | "arrival" | "in_flight_cap" | "trace");
+            let optional = matches!(
+                *name,
+                "rate_rps" | "arrival" | "in_flight_cap" | "trace" | "dataset"
+            );
             match RunConfig::try_from(&raw) {
                 Ok(_) => assert!(optional, "{name} empty still pinned a run"),
                 Err(e) => {

@@ -252,6 +252,9 @@ pub fn parse_length_dist(t: &str) -> Option<LengthDist> {
     if t == "trace" {
         return Some(LengthDist::Trace {});
     }
+    if t == "dataset" {
+        return Some(LengthDist::Dataset {});
+    }
     if let Some(v) = parse_positive_u32(&t) {
         return Some(LengthDist::Fixed { tokens: v });
     }
@@ -525,6 +528,37 @@ pub fn trace_file_pin(existing: &str, name: &str, trace: &crate::trace::Trace) -
         .map(|c| if c.is_whitespace() { '_' } else { c })
         .collect();
     Some(TraceRef::of(&name, false, trace, scale_milli, offset_ms).form_text())
+}
+
+/// Parses the dataset pin: `file:NAME sha256=HEX format=sharegpt|lengths_csv rows=N
+/// sampled=N`, the facts a host wrote from the file ([`DatasetRef::form_text`]).
+pub fn parse_dataset(t: &str) -> Option<DatasetRef> {
+    let mut words = t.split_whitespace();
+    let name = words.next()?.strip_prefix("file:")?;
+    let mut kv = BTreeMap::new();
+    for w in words {
+        let (k, v) = w.split_once('=')?;
+        kv.insert(k.to_ascii_lowercase(), v.to_owned());
+    }
+    let num = |k: &str| {
+        kv.get(k)
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&n| n > 0)
+    };
+    let sha256 = kv.get("sha256")?.to_ascii_lowercase();
+    if name.is_empty() || sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let (rows, sampled) = (num("rows")?, num("sampled")?);
+    let most = u32::try_from(crate::dataset::MAX_SAMPLED).unwrap_or(u32::MAX);
+    let format = crate::dataset::DatasetFormat::from_wire(kv.get("format")?)?;
+    (sampled == rows.min(most)).then(|| DatasetRef {
+        name: name.to_owned(),
+        format,
+        sha256,
+        rows,
+        sampled,
+    })
 }
 
 /// Parses the conversation pin: a turn count or distribution (`1`, `5`, `uniform(3,8)`),
@@ -846,6 +880,41 @@ impl TryFrom<&RawConfig> for RunConfig {
                 }
             }
         }
+        // A dataset gives both lengths of a request, from one row.
+        let from_dataset = |d: &Option<Pinned<LengthDist>>| {
+            d.as_ref()
+                .is_some_and(|d| d.value == LengthDist::Dataset {})
+        };
+        let mut dataset: Option<Pinned<DatasetRef>> = None;
+        if from_dataset(&prompt_len) || from_dataset(&output_len) {
+            for (field, pin, d) in [
+                ("prompt_tokens", PinId::PromptLength, &prompt_len),
+                ("output_tokens", PinId::OutputLength, &output_len),
+            ] {
+                let ok = d.is_none() || from_dataset(d);
+                must(
+                    &mut p,
+                    field,
+                    pin,
+                    ok,
+                    "dataset: a dataset row gives both lengths",
+                );
+            }
+            dataset = p.get(
+                "dataset",
+                "a dataset file read by the host (file:NAME sha256=HEX format=sharegpt|lengths_csv rows=N sampled=N): open it with Dataset file",
+                parse_dataset,
+            );
+            if let Some(s) = &shared {
+                must(
+                    &mut p,
+                    "shared_prefix",
+                    PinId::CachePolicy,
+                    s.value.is_none(),
+                    "none: a dataset row's prompt is one length",
+                );
+            }
+        }
         if replay {
             if let Some(n) = &nonce {
                 must(
@@ -878,6 +947,15 @@ impl TryFrom<&RawConfig> for RunConfig {
                 PinId::Conversation,
                 !c.value.is_multi_turn(),
                 "1: a replay's requests are its trace's rows",
+            );
+        }
+        if let (true, Some(c)) = (dataset.is_some(), &conversation) {
+            must(
+                &mut p,
+                "turns",
+                PinId::Conversation,
+                !c.value.is_multi_turn(),
+                "1: a dataset's rows are single requests",
             );
         }
 
@@ -961,6 +1039,7 @@ impl TryFrom<&RawConfig> for RunConfig {
             reasoning: Some(reasoning.ok_or_else(unpinned)?),
             conversation: Some(conversation.ok_or_else(unpinned)?),
             trace,
+            dataset,
         })
     }
 }

@@ -69,6 +69,9 @@ raw_config! {
     output_tokens => PinId::OutputLength,
     /// `ignore_eos`, `min_tokens`, `both` or `none`.
     output_enforcement => PinId::OutputLength,
+    /// Lengths from a dataset file the host reads: `file:NAME sha256=HEX format=F rows=N
+    /// sampled=N` (prompt and output tokens are then `dataset`).
+    dataset => PinId::PromptLength,
     /// `closed` or `open`.
     load_mode => PinId::Load,
     /// Closed loop: concurrency, or a comma list for a sweep.
