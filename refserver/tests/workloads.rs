@@ -420,13 +420,13 @@ fn a_mooncake_slice_replays_its_rows_at_their_times() {
 }
 
 /// The pins of a closed-loop run whose lengths come from a dataset file.
-fn dataset_pins(base: &str, concurrency: u32, measured: &str) -> String {
+fn dataset_pins(base: &str, prompt: &str, concurrency: u32, measured: &str) -> String {
     Pins::reference()
         .endpoint(base)
         .with(&[
             ("prompt_exactness", "server_tokenizer"),
             ("stall_timeout_s", "30"),
-            ("prompt_tokens", "dataset"),
+            ("prompt_tokens", prompt),
             ("output_tokens", "dataset"),
             // This file's prompts (a few words) are shorter than a nonce.
             ("nonce_prefix", "off"),
@@ -470,7 +470,11 @@ fn a_dataset_gives_each_request_the_lengths_of_its_row() {
         .collect();
     assert_eq!(expected.len(), 40);
     let tmp = Tmp::new("dataset");
-    let report = run(&tmp, &dataset_pins(&base, 4, "48"), &["--dataset", file]);
+    let report = run(
+        &tmp,
+        &dataset_pins(&base, "dataset", 4, "48"),
+        &["--dataset", file],
+    );
     let pin = &report
         .body
         .config
@@ -517,13 +521,39 @@ fn a_dataset_gives_each_request_the_lengths_of_its_row() {
     );
     assert!(distinct.len() > 5, "the rows' lengths differ");
 
+    // The dataset's own prompts (`dataset_text`): each is the length the server counted.
+    let tmp = Tmp::new("dataset-text");
+    let report = run(
+        &tmp,
+        &dataset_pins(&base, "dataset_text", 4, "40"),
+        &["--dataset", file],
+    );
+    assert_eq!(
+        report.body.config.prompt_len.value,
+        pinbench::core::pins::LengthDist::DatasetText {}
+    );
+    for r in &report.body.records {
+        let (p, o) = expected[r.index as usize % 40];
+        let usage = r.usage.expect("usage");
+        assert_eq!(
+            (usage.prompt_tokens, usage.completion_tokens),
+            (u64::from(p), u64::from(o)),
+            "request {}: the row's own prompt, as counted",
+            r.index
+        );
+    }
+
     // A CSV of lengths: its own, in its fixed order.
     let tmp = Tmp::new("dataset-csv");
     let csv = tmp.path("lengths.csv");
     std::fs::write(&csv, "input_tokens,output_tokens\n40,9\n300,3\n77,21\n").expect("write");
     let d = pinbench::core::dataset::parse(&std::fs::read(&csv).expect("csv")).expect("reads");
     let order = d.known_lengths().expect("lengths").rows;
-    let report = run(&tmp, &dataset_pins(&base, 2, "7"), &["--dataset", &csv]);
+    let report = run(
+        &tmp,
+        &dataset_pins(&base, "dataset", 2, "7"),
+        &["--dataset", &csv],
+    );
     for r in &report.body.records {
         let i = r.index as usize;
         assert_eq!(

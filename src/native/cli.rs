@@ -137,7 +137,8 @@ pub struct RunArgs {
     pub trace: Option<PathBuf>,
     /// A dataset file whose rows give the lengths (ShareGPT JSON, counted by the
     /// endpoint's /tokenize, or a CSV of input_tokens,output_tokens): its SHA-256 and rows
-    /// become the dataset pin; the pins' prompt_tokens and output_tokens must be `dataset`.
+    /// become the dataset pin; the pins' prompt_tokens and output_tokens must be `dataset`
+    /// (prompt_tokens `dataset_text` sends the rows' own prompts).
     #[arg(long, value_name = "FILE")]
     pub dataset: Option<PathBuf>,
     /// Do not probe the endpoint for pins the file leaves open (every pin must be set).

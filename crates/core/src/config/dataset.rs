@@ -119,6 +119,10 @@ pub struct DatasetLengths {
     pub sha256: String,
     /// (prompt, output) tokens per row used.
     pub rows: Vec<(u32, u32)>,
+    /// The rows' own prompts, in the same order, when the run sends them
+    /// ([`crate::pins::LengthDist::DatasetText`]); empty when its text is synthetic.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub texts: Vec<String>,
 }
 
 /// Why a dataset cannot be read.
@@ -320,6 +324,7 @@ impl Dataset {
         Some(DatasetLengths {
             sha256: self.sha256.clone(),
             rows,
+            texts: Vec::new(),
         })
     }
 }

@@ -503,7 +503,8 @@ pub async fn calibrate<H: Host>(
 /// them: a CSV's own; a ShareGPT file's texts counted by the endpoint's `/tokenize` — the
 /// prompt as the run sends a prompt ([`prompt::tokenize_bodies`], template included), the
 /// answer as a plain prompt (BOS included, as vLLM's bench counts it) — never estimated:
-/// a row the server does not count stops the run from starting.
+/// a row the server does not count stops the run from starting. With the prompt pinned
+/// as `dataset_text`, the rows' prompts come along, to be sent as they are.
 pub async fn dataset_lengths<H: Host>(
     host: &H,
     cfg: &pins::RunConfig,
@@ -543,7 +544,9 @@ pub async fn dataset_lengths<H: Host>(
             None
         }
     };
+    let send_text = cfg.prompt_len.value == pins::LengthDist::DatasetText {};
     let mut rows = Vec::new();
+    let mut texts = Vec::new();
     for i in dataset.order() {
         let Some(crate::dataset::DatasetRow::Texts { prompt, completion }) = dataset.rows.get(i)
         else {
@@ -559,7 +562,12 @@ pub async fn dataset_lengths<H: Host>(
         )
         .await;
         match (p, o) {
-            (Some(p), Some(o)) if p > 0 && o > 0 => rows.push((p, o)),
+            (Some(p), Some(o)) if p > 0 && o > 0 => {
+                rows.push((p, o));
+                if send_text {
+                    texts.push(prompt.clone());
+                }
+            }
             _ => {
                 return Err(LifecycleError::Dataset(format!(
                     "{url} did not count row {} of the file: a ShareGPT file's texts are counted with the server's own tokenizer; give a CSV of token lengths (input_tokens,output_tokens) for an endpoint without /tokenize",
@@ -571,6 +579,7 @@ pub async fn dataset_lengths<H: Host>(
     Ok(crate::dataset::DatasetLengths {
         sha256: dataset.sha256.clone(),
         rows,
+        texts,
     })
 }
 

@@ -272,7 +272,7 @@ pub fn targets(d: &LengthDist) -> Vec<u32> {
         // A replay's lengths are every row's: the fitted line sets them (see
         // [`Calibrator`]), checked by the server's usage.
         // So are a dataset's.
-        LengthDist::Trace {} | LengthDist::Dataset {} => Vec::new(),
+        LengthDist::Trace {} | LengthDist::Dataset {} | LengthDist::DatasetText {} => Vec::new(),
         LengthDist::Uniform { min, max } | LengthDist::NormalClipped { min, max, .. } => {
             if min == max {
                 vec![min]

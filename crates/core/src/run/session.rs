@@ -229,8 +229,9 @@ pub struct RunSession {
     prefix_seed: u64,
     /// A replay's rows (arrivals, lengths, blocks), when the trace is at hand.
     replay: Option<Vec<crate::trace::TraceRow>>,
-    /// A dataset's (prompt, output) lengths in the order they are sent (cycling).
-    dataset: Option<Vec<(u32, u32)>>,
+    /// A dataset's (prompt, output) lengths in the order they are sent (cycling), and
+    /// their prompts when the run sends the dataset's own text.
+    dataset: Option<crate::dataset::DatasetLengths>,
     /// Request bodies of the replay's next rows, built ahead (row, body), in row order.
     prepared: std::collections::VecDeque<(usize, String)>,
     /// Conversations of this step (multi-turn runs), by number.
@@ -338,15 +339,26 @@ impl RunSession {
                 lengths.sha256, d.sha256
             ));
         }
+        let send_text = self.cfg.prompt_len.value == crate::pins::LengthDist::DatasetText {};
         if lengths.rows.len() != d.sampled as usize
             || lengths.rows.iter().any(|&(i, o)| i == 0 || o == 0)
+            || (send_text && lengths.texts.len() != lengths.rows.len())
         {
             return Err(format!(
-                "the dataset's lengths are not the {} rows its pin says the run uses",
-                d.sampled
+                "the dataset's lengths are not the {} rows its pin says the run uses{}",
+                d.sampled,
+                if send_text {
+                    ", with their prompts"
+                } else {
+                    ""
+                }
             ));
         }
-        self.dataset = Some(lengths.rows.clone());
+        let mut lengths = lengths.clone();
+        if !send_text {
+            lengths.texts.clear();
+        }
+        self.dataset = Some(lengths);
         Ok(())
     }
 
@@ -554,9 +566,15 @@ impl RunSession {
         let cfg = &self.cfg;
         let r = &mut self.plan_rng;
         let (u1, z1, u2, z2) = (r.unit(), r.normal(), r.unit(), r.normal());
-        let (prompt_tokens, output_tokens) = match self.dataset.as_deref() {
-            // A dataset row gives both lengths, in the file's fixed order.
-            Some(rows) if !rows.is_empty() => rows[index as usize % rows.len()],
+        // A dataset row gives both lengths, in the file's fixed order (and its prompt,
+        // when the run sends the dataset's own text).
+        let row = self
+            .dataset
+            .as_ref()
+            .filter(|d| !d.rows.is_empty())
+            .map(|d| index as usize % d.rows.len());
+        let (prompt_tokens, output_tokens) = match (row, &self.dataset) {
+            (Some(i), Some(d)) => d.rows[i],
             _ => (
                 cfg.prompt_len.value.sample(u1, z1),
                 cfg.output_len.value.sample(u2, z2),
@@ -582,7 +600,10 @@ impl RunSession {
                     index,
                 )
             }
-            None => prompt::build(prompt_tokens, &self.cal, nonce.as_deref(), index),
+            None => match (row, &self.dataset) {
+                (Some(i), Some(d)) if !d.texts.is_empty() => d.texts[i].clone(),
+                _ => prompt::build(prompt_tokens, &self.cal, nonce.as_deref(), index),
+            },
         };
         let conversation = cfg.conversation();
         let turn = conversation.is_multi_turn().then(|| {

@@ -935,3 +935,65 @@ fn a_replay_builds_its_next_rows_ahead_and_sends_the_same_bodies() {
     assert_eq!(sent_ahead.0.len(), 5);
     assert_eq!(sent_ahead.0, sent_late.0);
 }
+
+#[test]
+fn a_dataset_gives_each_request_its_rows_lengths_and_with_dataset_text_its_prompt() {
+    let file = br#"[{"conversations":[{"from":"human","value":"first question"},{"from":"gpt","value":"a"}]},
+                    {"conversations":[{"from":"human","value":"second one"},{"from":"gpt","value":"b"}]},
+                    {"conversations":[{"from":"human","value":"third"},{"from":"gpt","value":"c"}]}]"#;
+    let d = crate::dataset::parse(file).expect("a dataset");
+    let pin = crate::pins::DatasetRef::of("d.json", &d).form_text();
+    let order = d.order();
+    let prompt_of = |i: usize| match &d.rows[order[i]] {
+        crate::dataset::DatasetRow::Texts { prompt, .. } => prompt.clone(),
+        other => panic!("{other:?}"),
+    };
+    // As a host hands them over: counted lengths (here made up) and the prompts.
+    let lengths = crate::dataset::DatasetLengths {
+        sha256: d.sha256.clone(),
+        rows: vec![(11, 3), (22, 4), (33, 5)],
+        texts: (0..3).map(prompt_of).collect(),
+    };
+    for (prompt, sends_text) in [("dataset", false), ("dataset_text", true)] {
+        let cfg = config(&[
+            ("prompt_tokens", prompt),
+            ("output_tokens", "dataset"),
+            ("dataset", &pin),
+            ("nonce_prefix", "off"),
+            ("warmup", "0"),
+            ("measured", "7"),
+            ("cooldown", "0"),
+        ]);
+        let mut s = RunSession::new(cfg.clone(), Calibration::default(), [5; 32], 0);
+        assert!(s.lacks_dataset());
+        let mut sent = Bodies::default();
+        // Without its lengths a run sends nothing.
+        assert_eq!(s.poll(0, &mut sent), Wake::Finished);
+        assert!(sent.0.is_empty());
+        let mut s = RunSession::new(cfg, Calibration::default(), [5; 32], 0);
+        let other = crate::dataset::DatasetLengths {
+            sha256: "0".repeat(64),
+            ..lengths.clone()
+        };
+        assert!(s.set_dataset(&other).is_err(), "another file's lengths");
+        let short = crate::dataset::DatasetLengths {
+            rows: vec![(1, 1)],
+            ..lengths.clone()
+        };
+        assert!(s.set_dataset(&short).is_err(), "fewer rows than the pin");
+        s.set_dataset(&lengths).expect("the pinned file's lengths");
+        s.poll(0, &mut sent);
+        assert_eq!(sent.0.len(), 4, "four in flight");
+        for (i, body) in sent.0.iter().enumerate() {
+            let (p, o) = lengths.rows[i % 3];
+            assert_eq!(body["max_tokens"], o, "request {i}: the row's output");
+            let text = body["prompt"].as_str().expect("a prompt");
+            if sends_text {
+                assert_eq!(text, prompt_of(i % 3), "request {i}: the row's own prompt");
+            } else {
+                // Synthetic at the row's length (one token per word, uncalibrated).
+                assert_eq!(text.split_whitespace().count(), p as usize, "request {i}");
+            }
+        }
+    }
+}

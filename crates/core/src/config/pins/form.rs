@@ -368,7 +368,7 @@ pub fn applies(raw: &RawConfig, name: &str) -> bool {
         "trace" => mode == Some(2),
         "dataset" => [&raw.prompt_tokens, &raw.output_tokens]
             .iter()
-            .any(|f| f.text.trim().eq_ignore_ascii_case("dataset")),
+            .any(|f| parse_length_dist(&f.text).is_some_and(|d| d.is_dataset())),
         _ => true,
     }
 }
@@ -448,15 +448,18 @@ pub enum LengthShape {
     Normal,
     /// The lengths of a dataset file's rows (opened with the Run screen's Dataset file).
     Dataset,
+    /// A prompt only: a dataset row's own prompt text, sent as it is.
+    DatasetText,
 }
 
 impl LengthShape {
     /// All shapes, in menu order.
-    pub const ALL: [LengthShape; 4] = [
+    pub const ALL: [LengthShape; 5] = [
         LengthShape::Fixed,
         LengthShape::Uniform,
         LengthShape::Normal,
         LengthShape::Dataset,
+        LengthShape::DatasetText,
     ];
 
     /// Its value in the form (and menu).
@@ -466,6 +469,7 @@ impl LengthShape {
             LengthShape::Uniform => "uniform",
             LengthShape::Normal => "normal",
             LengthShape::Dataset => "dataset",
+            LengthShape::DatasetText => "dataset_text",
         }
     }
 
@@ -475,7 +479,7 @@ impl LengthShape {
             LengthShape::Fixed => &["tokens"],
             LengthShape::Uniform => &["min", "max"],
             LengthShape::Normal => &["mean", "std", "min", "max"],
-            LengthShape::Dataset => &[],
+            LengthShape::Dataset | LengthShape::DatasetText => &[],
         }
     }
 
@@ -490,8 +494,10 @@ impl LengthShape {
 pub fn length_parts(text: &str) -> (LengthShape, Vec<String>) {
     let t = text.trim();
     let lower = t.to_ascii_lowercase();
-    if lower == "dataset" {
-        return (LengthShape::Dataset, Vec::new());
+    for shape in [LengthShape::Dataset, LengthShape::DatasetText] {
+        if lower == shape.id() {
+            return (shape, Vec::new());
+        }
     }
     for shape in [LengthShape::Uniform, LengthShape::Normal] {
         if let Some(rest) = lower.strip_prefix(shape.id()) {
@@ -508,7 +514,7 @@ pub fn length_parts(text: &str) -> (LengthShape, Vec<String>) {
 pub fn length_text(shape: LengthShape, parts: &[String]) -> String {
     match shape {
         LengthShape::Fixed => parts.first().cloned().unwrap_or_default(),
-        LengthShape::Dataset => "dataset".into(),
+        s @ (LengthShape::Dataset | LengthShape::DatasetText) => s.id().into(),
         s => format!("{}({})", s.id(), parts.join(",")),
     }
 }
@@ -524,13 +530,13 @@ pub fn length_reshape(text: &str, shape: LengthShape) -> String {
         Some(LengthDist::Fixed { tokens }) => tokens.to_string(),
         Some(LengthDist::Uniform { min, max }) => (min / 2 + max / 2).to_string(),
         Some(LengthDist::NormalClipped { mean, .. }) => mean.to_string(),
-        Some(LengthDist::Trace {} | LengthDist::Dataset {}) | None => {
+        Some(LengthDist::Trace {} | LengthDist::Dataset {} | LengthDist::DatasetText {}) | None => {
             parts.first().cloned().unwrap_or_default()
         }
     };
     let parts: Vec<String> = match shape {
         LengthShape::Fixed => vec![typical],
-        LengthShape::Dataset => Vec::new(),
+        LengthShape::Dataset | LengthShape::DatasetText => Vec::new(),
         LengthShape::Uniform => vec![typical.clone(), typical],
         LengthShape::Normal => vec![typical.clone(), "0".into(), typical.clone(), typical],
     };
@@ -1091,7 +1097,7 @@ pub fn plan_summary(cfg: &RunConfig, ms_per_token: Option<u64>) -> PlanSummary {
         LengthDist::Uniform { min, max } => (u64::from(min) + u64::from(max)) / 2,
         LengthDist::NormalClipped { mean, .. } => u64::from(mean),
         // A replay's or a dataset's lengths are its rows': their means are not pinned.
-        LengthDist::Trace {} | LengthDist::Dataset {} => 0,
+        LengthDist::Trace {} | LengthDist::Dataset {} | LengthDist::DatasetText {} => 0,
     };
     let (p, o) = (mean(&cfg.prompt_len.value), mean(&cfg.output_len.value));
     let tokens = requests.map(|n| (n.saturating_mul(p), n.saturating_mul(o)));
@@ -1242,6 +1248,7 @@ mod tests {
             "normal(500,100,100,900)",
             "uniform(100,",
             "dataset",
+            "dataset_text",
             "",
         ] {
             let (shape, parts) = length_parts(t);

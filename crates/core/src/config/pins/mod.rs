@@ -153,6 +153,7 @@ impl TryFrom<LengthDistWire> for LengthDist {
                 ("fixed", Some(tokens), None, None, None, None) => LengthDist::Fixed { tokens },
                 ("trace", None, None, None, None, None) => LengthDist::Trace {},
                 ("dataset", None, None, None, None, None) => LengthDist::Dataset {},
+                ("dataset_text", None, None, None, None, None) => LengthDist::DatasetText {},
                 ("uniform", None, None, None, Some(min), Some(max)) => {
                     LengthDist::Uniform { min, max }
                 }
@@ -172,6 +173,7 @@ impl TryFrom<LengthDistWire> for LengthDist {
                             ("fixed", &["tokens"]),
                             ("trace", &[]),
                             ("dataset", &[]),
+                            ("dataset_text", &[]),
                             ("uniform", &["min", "max"]),
                             ("normal_clipped", &["mean", "std", "min", "max"]),
                         ],
@@ -371,8 +373,12 @@ pub enum LengthDist {
     },
     /// Each request has its trace row's length (a replay: [`RunConfig::trace`]).
     Trace {},
-    /// Each request has the lengths of a dataset row ([`RunConfig::dataset`]).
+    /// Each request has the lengths of a dataset row ([`RunConfig::dataset`]); its text is
+    /// synthetic.
     Dataset {},
+    /// A prompt only: each request sends a dataset row's own prompt text (ShareGPT), whose
+    /// length the endpoint's `/tokenize` counted.
+    DatasetText {},
     /// Uniform over `[min, max]`.
     Uniform {
         /// Smallest.
@@ -394,11 +400,16 @@ pub enum LengthDist {
 }
 
 impl LengthDist {
+    /// Whether a dataset's rows give it ([`RunConfig::dataset`]).
+    pub fn is_dataset(&self) -> bool {
+        matches!(self, LengthDist::Dataset {} | LengthDist::DatasetText {})
+    }
+
     /// The smallest length it can produce.
     pub fn min(&self) -> u32 {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
-            LengthDist::Trace {} | LengthDist::Dataset {} => 1,
+            LengthDist::Trace {} | LengthDist::Dataset {} | LengthDist::DatasetText {} => 1,
             LengthDist::Uniform { min, .. } | LengthDist::NormalClipped { min, .. } => min,
         }
     }
@@ -409,7 +420,7 @@ impl LengthDist {
             LengthDist::Fixed { tokens } => tokens,
             // The trace's own longest is in its pin ([`TraceRef`]); a dataset's rows are
             // counted by the host ([`crate::dataset`]).
-            LengthDist::Trace {} | LengthDist::Dataset {} => 0,
+            LengthDist::Trace {} | LengthDist::Dataset {} | LengthDist::DatasetText {} => 0,
             LengthDist::Uniform { max, .. } | LengthDist::NormalClipped { max, .. } => max,
         }
     }
@@ -418,7 +429,7 @@ impl LengthDist {
     pub fn mean(&self) -> u32 {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
-            LengthDist::Trace {} | LengthDist::Dataset {} => 0,
+            LengthDist::Trace {} | LengthDist::Dataset {} | LengthDist::DatasetText {} => 0,
             LengthDist::Uniform { min, max } => min + (max - min) / 2,
             LengthDist::NormalClipped { mean, .. } => mean,
         }
@@ -430,7 +441,7 @@ impl LengthDist {
         match *self {
             LengthDist::Fixed { tokens } => tokens,
             // A replay or a dataset takes each row's length, never a draw.
-            LengthDist::Trace {} | LengthDist::Dataset {} => 1,
+            LengthDist::Trace {} | LengthDist::Dataset {} | LengthDist::DatasetText {} => 1,
             LengthDist::Uniform { min, max } => {
                 let span = f64::from(max - min + 1);
                 (min + (bounded(u, 0.0, 1.0) * span) as u32).min(max)
@@ -454,6 +465,7 @@ impl fmt::Display for LengthDist {
             LengthDist::Fixed { tokens } => write!(f, "{tokens}"),
             LengthDist::Trace {} => f.write_str("trace"),
             LengthDist::Dataset {} => f.write_str("dataset"),
+            LengthDist::DatasetText {} => f.write_str("dataset_text"),
             LengthDist::Uniform { min, max } => write!(f, "uniform({min},{max})"),
             LengthDist::NormalClipped {
                 mean,
@@ -1371,6 +1383,32 @@ mod tests {
             assert!(
                 e.problems().iter().any(|p| p.field == bad),
                 "{field}={text}: {e}"
+            );
+        }
+        // The dataset's own prompts: only a file of texts has them, sent without a nonce;
+        // the output is never `dataset_text`.
+        let mut t = raw.clone();
+        t.prompt_tokens = RawField::declared("dataset_text");
+        t.nonce_prefix = RawField::declared("off");
+        let e = RunConfig::try_from(&t).expect_err("a CSV has no text");
+        assert!(
+            e.problems().iter().any(|p| p.field == "prompt_tokens"),
+            "{e}"
+        );
+        let g = crate::dataset::parse(
+            br#"[{"conversations":[{"from":"human","value":"q"},{"from":"gpt","value":"a"}]}]"#,
+        )
+        .expect("reads");
+        t.dataset = RawField::declared(DatasetRef::of("g.json", &g).form_text());
+        let cfg = RunConfig::try_from(&t).expect("pinned");
+        assert_eq!(cfg.prompt_len.value, LengthDist::DatasetText {});
+        for (field, text) in [("nonce_prefix", "on"), ("output_tokens", "dataset_text")] {
+            let mut r = t.clone();
+            *r.field_mut(field).expect("field") = RawField::declared(text);
+            let e = RunConfig::try_from(&r).expect_err(field);
+            assert!(
+                e.problems().iter().any(|p| p.field == field),
+                "{field}: {e}"
             );
         }
         // Without a dataset, `dataset` is not a length.

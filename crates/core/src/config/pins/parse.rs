@@ -255,6 +255,9 @@ pub fn parse_length_dist(t: &str) -> Option<LengthDist> {
     if t == "dataset" {
         return Some(LengthDist::Dataset {});
     }
+    if t == "dataset_text" {
+        return Some(LengthDist::DatasetText {});
+    }
     if let Some(v) = parse_positive_u32(&t) {
         return Some(LengthDist::Fixed { tokens: v });
     }
@@ -881,10 +884,8 @@ impl TryFrom<&RawConfig> for RunConfig {
             }
         }
         // A dataset gives both lengths of a request, from one row.
-        let from_dataset = |d: &Option<Pinned<LengthDist>>| {
-            d.as_ref()
-                .is_some_and(|d| d.value == LengthDist::Dataset {})
-        };
+        let from_dataset =
+            |d: &Option<Pinned<LengthDist>>| d.as_ref().is_some_and(|d| d.value.is_dataset());
         let mut dataset: Option<Pinned<DatasetRef>> = None;
         if from_dataset(&prompt_len) || from_dataset(&output_len) {
             for (field, pin, d) in [
@@ -913,6 +914,38 @@ impl TryFrom<&RawConfig> for RunConfig {
                     s.value.is_none(),
                     "none: a dataset row's prompt is one length",
                 );
+            }
+            if let Some(o) = &output_len {
+                must(
+                    &mut p,
+                    "output_tokens",
+                    PinId::OutputLength,
+                    o.value != LengthDist::DatasetText {},
+                    "dataset: the output is as long as the row's answer (dataset_text is a prompt)",
+                );
+            }
+            // The row's own prompt is sent as it is: only a file of texts has one, and a
+            // nonce would change its length.
+            if prompt_len.as_ref().map(|p| p.value) == Some(LengthDist::DatasetText {}) {
+                let texts = dataset
+                    .as_ref()
+                    .is_none_or(|d| d.value.format == crate::dataset::DatasetFormat::ShareGpt);
+                must(
+                    &mut p,
+                    "prompt_tokens",
+                    PinId::PromptLength,
+                    texts,
+                    "dataset: a CSV of lengths has no text to send (dataset_text needs a ShareGPT file)",
+                );
+                if let Some(n) = &nonce {
+                    must(
+                        &mut p,
+                        "nonce_prefix",
+                        PinId::CachePolicy,
+                        !n.value,
+                        "off: the dataset's own prompts are sent as they are",
+                    );
+                }
             }
         }
         if replay {
