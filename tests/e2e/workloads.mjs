@@ -153,6 +153,15 @@ try {
     await viewer.waitFor({ timeout: 30000 });
     await viewer.getByText("replay of mooncake-conversation-60", { exact: false }).first().waitFor({ timeout: 30000 });
     check(true, "replay: the viewer names the replayed trace, its digest and time scale");
+    // The offered vs achieved arrivals and TTFT by prompt length (the slice's prompts run
+    // from 1k to 87k tokens): each curve ends at the 60 requests.
+    const arrivals = viewer.locator('[data-testid="figure-chart-arrivals"] svg');
+    await arrivals.first().waitFor({ timeout: 10000 });
+    const arrivalText = await arrivals.first().textContent();
+    check(arrivalText.includes("offered: due") && arrivalText.includes("achieved: sent"),
+      "replay: the viewer draws the offered (due) and achieved (sent) arrival curves");
+    check(await viewer.locator('[data-testid="figure-chart-ttft-by-prompt"] svg').count() > 0,
+      "replay: the viewer draws TTFT by prompt length");
     check(errors.length === 0, `replay: no page errors (${errors.join("; ")})`);
   }
 

@@ -504,6 +504,10 @@ pub fn report_charts(report: &Report, figures: &Summary, step: u32) -> Vec<Chart
     };
     let step_recs: Vec<&RequestRecord> = b.records.iter().filter(|r| r.step == step).collect();
     let mut charts = step_charts(s, &step_recs);
+    charts.extend(arrival_chart(&step_recs));
+    charts.extend(ttft_by_prompt_chart(&crate::report::measured_ok(
+        report, step,
+    )));
     if figures.steps.len() > 1 {
         charts.push(sweep_chart(figures));
     }
@@ -655,6 +659,120 @@ pub fn step_charts(s: &StepSummary, step_recs: &[&RequestRecord]) -> Vec<Chart> 
     charts
 }
 
+/// An open loop's or a replay's arrivals: requests due (their intended send times: the
+/// arrival process, or the trace's rows scaled) and requests sent, cumulative, over time
+/// since the first was due. Where the sent curve lags the offered one, the client (or the
+/// in-flight cap) sent late; the gap is recorded, not hidden. `None` for a closed loop.
+pub fn arrival_chart(step_recs: &[&RequestRecord]) -> Option<Chart> {
+    let mut due: Vec<u64> = step_recs.iter().filter_map(|r| r.t_intended_us).collect();
+    if due.len() < 2 {
+        return None;
+    }
+    let mut sent: Vec<u64> = step_recs
+        .iter()
+        .filter(|r| r.t_intended_us.is_some())
+        .map(|r| r.t_send_us)
+        .collect();
+    crate::sort::sort_by_key(&mut due, |t| *t);
+    crate::sort::sort_by_key(&mut sent, |t| *t);
+    let t0 = due[0].min(sent[0]);
+    // At most 600 steps per curve: every k-th arrival, and the last.
+    let curve = |ts: &[u64]| -> Vec<(f64, f64)> {
+        let k = ts.len().div_ceil(600).max(1);
+        let mut pts: Vec<(f64, f64)> = ts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| (i + 1) % k == 0 || i + 1 == ts.len())
+            .map(|(i, t)| (t.saturating_sub(t0) as f64 / 1e6, (i + 1) as f64))
+            .collect();
+        pts.insert(0, (0.0, 0.0));
+        pts
+    };
+    Some(Chart {
+        id: "arrivals".into(),
+        title: "Arrivals: offered (due) and achieved (sent), cumulative".into(),
+        x_label: "time since the first was due, s".into(),
+        y_label: "requests".into(),
+        x_log: false,
+        x_integer: false,
+        y_integer: true,
+        series: vec![
+            Series {
+                name: "offered: due (intended send time)".into(),
+                points: curve(&due),
+                mark: Mark::Step,
+            },
+            Series {
+                name: "achieved: sent".into(),
+                points: curve(&sent),
+                mark: Mark::Step,
+            },
+        ],
+        bands: vec![],
+    })
+}
+
+/// TTFT against prompt length, from the measured window's answered requests: sorted by
+/// prompt length (the server's count, else the length asked for) and cut into up to ten
+/// groups of equal count (at least five requests each), each drawn at its median prompt
+/// length with its exact TTFT p50 and p99. `None` when the prompts are all one length.
+pub fn ttft_by_prompt_chart(measured: &[&RequestRecord]) -> Option<Chart> {
+    let mut pts: Vec<(u64, u64)> = measured
+        .iter()
+        .filter_map(|r| {
+            let ttft = crate::metrics::request_metrics(r).ttft_us?;
+            let prompt = r
+                .usage
+                .map_or(u64::from(r.prompt_tokens_requested), |u| u.prompt_tokens);
+            Some((prompt, ttft))
+        })
+        .collect();
+    crate::sort::sort_by_key(&mut pts, |p| p.0);
+    let (lo, hi) = (pts.first()?.0, pts.last()?.0);
+    if lo == hi || pts.len() < 10 {
+        return None;
+    }
+    let log = lo > 0 && hi >= lo.saturating_mul(20);
+    let groups = (pts.len() / 5).clamp(2, 10);
+    let (mut p50, mut p99) = (Vec::new(), Vec::new());
+    for g in 0..groups {
+        let part = &pts[g * pts.len() / groups..(g + 1) * pts.len() / groups];
+        let x = part[part.len() / 2].0 as f64;
+        let mut t: Vec<u64> = part.iter().map(|p| p.1).collect();
+        crate::sort::sort_by_key(&mut t, |v| *v);
+        // Nearest rank.
+        let q = |f: f64| t[((f * t.len() as f64).ceil() as usize).clamp(1, t.len()) - 1];
+        p50.push((x, q(0.5) as f64 / 1000.0));
+        p99.push((x, q(0.99) as f64 / 1000.0));
+    }
+    Some(Chart {
+        id: "ttft-by-prompt".into(),
+        title: "TTFT by prompt length (measured window)".into(),
+        x_label: if log {
+            "prompt tokens (server's count, log)".into()
+        } else {
+            "prompt tokens (server's count)".into()
+        },
+        y_label: "TTFT (ms)".into(),
+        x_log: log,
+        x_integer: false,
+        y_integer: false,
+        series: vec![
+            Series {
+                name: format!("p50 of {groups} equal-count groups"),
+                points: p50,
+                mark: Mark::Dots,
+            },
+            Series {
+                name: "p99".into(),
+                points: p99,
+                mark: Mark::Dots,
+            },
+        ],
+        bands: vec![],
+    })
+}
+
 /// The two time charts of a run (the report's and the live view's): aggregate output
 /// tok/s, and requests in flight against the target (dashed), with the windows shaded.
 /// `in_flight` is (series name, points); `target` is (target, end of the x axis, s).
@@ -799,6 +917,75 @@ pub fn sweep_chart(figures: &Summary) -> Chart {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An answered request sent at `send_us` (due at `due_us`) with `prompt` tokens by the
+    /// server's count and its first token `ttft_us` after the send.
+    fn rec(send_us: u64, due_us: Option<u64>, prompt: u64, ttft_us: u64) -> RequestRecord {
+        use crate::record::{RequestTimeline, StreamEnd};
+        let mut t =
+            RequestTimeline::new(0, 0, crate::dialect::Dialect::Completions, 32, 2, send_us);
+        t.on_headers(send_us + 1, 200, Some("text/event-stream"));
+        let usage = serde_json::json!({"prompt_tokens": prompt, "completion_tokens": 1});
+        let body = format!(
+            "data: {{\"choices\":[{{\"index\":0,\"text\":\" a\"}}]}}\n\ndata: {{\"choices\":[],\"usage\":{usage}}}\n\ndata: [DONE]\n\n"
+        );
+        t.on_bytes(send_us + ttft_us, body.as_bytes());
+        let mut r = t.finish(send_us + ttft_us + 10, StreamEnd::Eof);
+        r.t_intended_us = due_us;
+        r
+    }
+
+    #[test]
+    fn arrivals_draw_what_was_due_beside_what_was_sent() {
+        // Ten due 100 ms apart; the last four sent 250 ms late (held back).
+        let recs: Vec<RequestRecord> = (0..10u64)
+            .map(|i| {
+                let due = 1_000_000 + i * 100_000;
+                rec(due + if i >= 6 { 250_000 } else { 0 }, Some(due), 10, 1000)
+            })
+            .collect();
+        let refs: Vec<&RequestRecord> = recs.iter().collect();
+        let c = arrival_chart(&refs).expect("an open loop");
+        let (due, sent) = (&c.series[0].points, &c.series[1].points);
+        assert_eq!(due.last(), Some(&(0.9, 10.0)));
+        assert_eq!(sent.last(), Some(&(1.15, 10.0)));
+        assert_eq!(due[7], (0.6, 7.0));
+        assert_eq!(sent[7], (0.85, 7.0), "the seventh left 250 ms late");
+        // A closed loop has no due times: no chart.
+        let closed: Vec<RequestRecord> = (0..10).map(|i| rec(i * 1000, None, 10, 1000)).collect();
+        assert!(arrival_chart(&closed.iter().collect::<Vec<_>>()).is_none());
+        // A long run is drawn with at most 601 points per curve, ending at its count.
+        let many: Vec<RequestRecord> = (0..5000u64)
+            .map(|i| rec(i * 1000, Some(i * 1000), 10, 100))
+            .collect();
+        let c = arrival_chart(&many.iter().collect::<Vec<_>>()).expect("chart");
+        assert!(c.series.iter().all(|s| s.points.len() <= 601));
+        assert_eq!(c.series[0].points.last().map(|p| p.1), Some(5000.0));
+    }
+
+    #[test]
+    fn ttft_by_prompt_length_is_exact_per_equal_count_group() {
+        // Prompts of 100..=5000 tokens (50 requests), TTFT 10 µs per prompt token.
+        let recs: Vec<RequestRecord> = (1..=50u64)
+            .map(|i| rec(i * 1000, None, i * 100, i * 1000))
+            .collect();
+        let refs: Vec<&RequestRecord> = recs.iter().rev().collect();
+        let c = ttft_by_prompt_chart(&refs).expect("lengths vary");
+        assert!(c.x_log, "100 to 5000 tokens");
+        let (p50, p99) = (&c.series[0].points, &c.series[1].points);
+        assert_eq!(p50.len(), 10, "ten groups of five");
+        // Group g holds prompts 500g+100 … 500g+500: median 500g+300; p50 its third
+        // TTFT (nearest rank), p99 its fifth.
+        for (g, (a, b)) in p50.iter().zip(p99).enumerate() {
+            let g = g as f64;
+            assert_eq!(*a, (500.0 * g + 300.0, (500.0 * g + 300.0) / 100.0));
+            assert_eq!(*b, (500.0 * g + 300.0, (500.0 * g + 500.0) / 100.0));
+        }
+        // One length, or too few requests: nothing to draw.
+        let same: Vec<RequestRecord> = (1..=50u64).map(|i| rec(i, None, 64, i)).collect();
+        assert!(ttft_by_prompt_chart(&same.iter().collect::<Vec<_>>()).is_none());
+        assert!(ttft_by_prompt_chart(&refs[..9]).is_none());
+    }
 
     #[test]
     fn nice_ticks_cover_the_range_with_round_steps() {
