@@ -116,6 +116,9 @@ node tests/e2e/merge.mjs
 step "end to end: the CLI keeps what it measured (a killed run sealed; no overwrite; keys)"
 node tests/e2e/cli_keeps.mjs
 
+step "end to end: pinbench watch writes a report per scheduled run; the tab opens the folder and draws them over time"
+node tests/e2e/watch.mjs dist
+
 step "end to end: the bundle from a sub-path, the card embedded in another origin"
 node tests/e2e/subpath.mjs dist
 

@@ -173,6 +173,63 @@ fn subject(title: &str, r: &report::Report) -> Subject {
     Subject::from_report(title, r, Some(&figures(r)))
 }
 
+/// Runs of the same pins (a `pinbench watch` folder) are drawn over time: each headline
+/// figure at its run's start, in hours when the runs span hours, the INVALID run apart;
+/// runs of different pins are not.
+#[test]
+fn runs_of_the_same_pins_are_drawn_over_time() {
+    let run = |created: &str, invalid: bool| {
+        let mut r = fixture_report();
+        r.body.created = created.into();
+        r.body.client.invalid = invalid;
+        subject(created, &r)
+    };
+    let runs = [
+        run("2026-12-04T06:00:00.000Z", false),
+        run("2026-12-04T00:00:00.000Z", false),
+        run("2026-12-04T03:00:00.000Z", true),
+    ];
+    let c = compare(&runs);
+    assert_eq!(c.verdict, Verdict::Comparable);
+    let charts = chart::over_time_charts(&runs);
+    let ids: Vec<&str> = charts.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["ttft-over-time", "tpot-over-time", "aggregate-over-time"]
+    );
+    let ttft = &charts[0];
+    assert_eq!(ttft.x_label, "time since the first run, h");
+    let p50 = ttft.series.iter().find(|s| s.name == "p50").expect("p50");
+    let value = runs[0]
+        .numbers
+        .iter()
+        .find(|n| n.key == "ttft_p50_ms")
+        .expect("ttft p50")
+        .value;
+    assert_eq!(
+        p50.points,
+        vec![(0.0, value), (6.0, value)],
+        "in time order"
+    );
+    let invalid = ttft
+        .series
+        .iter()
+        .find(|s| s.name == "p50, runs judged INVALID")
+        .expect("the invalid run apart");
+    assert_eq!(invalid.points, vec![(3.0, value)]);
+    let html = pinbench::core::html::over_time(&runs, &c);
+    assert!(html.contains("3 runs") && html.contains("figure-chart-aggregate-over-time"));
+    // Different pins: compared, not drawn over time.
+    let mut other = fixture_report();
+    other.body.config.prompt_len.value = pinbench::core::pins::LengthDist::Fixed { tokens: 999 };
+    let mixed = [runs[0].clone(), subject("o", &other)];
+    let c = compare(&mixed);
+    assert_ne!(c.verdict, Verdict::Comparable);
+    assert_eq!(pinbench::core::html::over_time(&mixed, &c), "");
+    // One run is no series.
+    assert!(chart::over_time_charts(&runs[..1]).is_empty());
+}
+
 #[test]
 fn compare_verdicts() {
     let a = subject("a", &fixture_report());

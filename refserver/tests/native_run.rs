@@ -261,3 +261,83 @@ fn throttled_answers_reach_the_server_verdict() {
         "{text}"
     );
 }
+
+/// `pinbench watch --every 3s --count 3`: three signed reports in the directory, each
+/// named by its start, all of the same pins, each recomputing; no run starts before its
+/// time (the schedule is fixed from the first start).
+#[test]
+fn watch_writes_a_signed_report_per_scheduled_run() {
+    let _turn = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = Tmp::new("watch");
+    let server = Server::start(&[]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    std::fs::write(tmp.path("pins.json"), pins(&base, 2, ("0", "4", "0"))).expect("pins");
+    let dir = tmp.path("reports");
+    let args: Vec<String> = [
+        "--every",
+        "3s",
+        "--dir",
+        &dir,
+        "--count",
+        "3",
+        "--pins",
+        &tmp.path("pins.json"),
+        "--key",
+        &tmp.path("key.json"),
+        "--new-key",
+        "--quiet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    pinbench::native::cli::watch_args(&args).expect("every run wrote its report");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "{files:?}");
+    let mut configs = Vec::new();
+    for f in &files {
+        let name = f.file_name().and_then(|n| n.to_str()).expect("name");
+        assert!(
+            name.starts_with("pinbench-") && name.ends_with("Z.json"),
+            "{name}"
+        );
+        let opened = pinbench::core::report::open(&std::fs::read_to_string(f).expect("report"))
+            .expect("opens");
+        assert!(matches!(
+            opened.verification,
+            pinbench::core::report::Verification::Valid { .. }
+        ));
+        assert!(pinbench::core::report::recompute(&opened.report)
+            .expect("recomputes")
+            .is_empty());
+        assert_eq!(opened.report.body.records.len(), 4);
+        configs.push(serde_json::to_string(&opened.report.body.config).expect("json"));
+        let created = &opened.report.body.created;
+        assert!(created.ends_with('Z'), "{created}");
+    }
+    assert!(configs.windows(2).all(|c| c[0] == c[1]), "the same pins");
+    // The reports' creation instants, in order, at least the interval apart.
+    let created: Vec<u64> = files
+        .iter()
+        .map(|f| {
+            let name = f.file_name().and_then(|n| n.to_str()).expect("name");
+            let t = &name["pinbench-".len().."pinbench-".len() + 15];
+            let (h, m, s) = (&t[9..11], &t[11..13], &t[13..15]);
+            [h, m, s]
+                .iter()
+                .map(|v| v.parse::<u64>().expect("digits"))
+                .fold(0, |a, v| a * 60 + v)
+        })
+        .collect();
+    for w in created.windows(2) {
+        // Whole seconds in the names: a start 3 s after the last is 2–4 named seconds on.
+        let d = (w[1] + 86_400 - w[0]) % 86_400;
+        assert!(
+            d >= 2,
+            "runs started {d} s apart, every 3 s asked: {created:?}"
+        );
+    }
+}

@@ -70,6 +70,56 @@ pub enum Command {
     /// Print a report's headline figures (each with its window), its pins and its client
     /// verdict, recomputed from its records.
     View(ViewArgs),
+    /// Run the same pins on a schedule (a run starts every --every, at fixed times from
+    /// the first) and write each signed report into --dir, named by its start time: the
+    /// series the viewer draws over time. The arguments after --dir are `pinbench run`'s
+    /// (except --out). A failed run is reported and the schedule goes on.
+    Watch(WatchArgs),
+}
+
+/// `pinbench watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Time between the starts of two runs: `90s`, `10m`, `3h` (a run that takes longer
+    /// delays the next, which says it started late).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub every: Duration,
+    /// Where the reports go (created if missing): DIR/pinbench-YYYYMMDDTHHMMSSZ.json.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Stop after this many runs (default: until stopped with Ctrl-C).
+    #[arg(long, value_name = "N")]
+    pub count: Option<u32>,
+    /// `pinbench run`'s arguments (--pins FILE, …), without --out.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        num_args = 1..,
+        value_name = "RUN ARGS",
+        required = true
+    )]
+    pub run: Vec<String>,
+}
+
+/// A duration as `90s`, `10m`, `3h` or `1d` (a whole number and a unit).
+fn parse_duration(t: &str) -> Result<Duration, String> {
+    let t = t.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{t:?}: expected a whole number and a unit, e.g. 30s, 10m, 3h"))?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("{t:?}: the unit is s, m, h or d")),
+    };
+    match n.checked_mul(secs) {
+        Some(s) if s > 0 => Ok(Duration::from_secs(s)),
+        _ => Err(format!("{t:?}: expected more than 0 and fewer than 2^64 s")),
+    }
 }
 
 /// How to reach the endpoint.
@@ -1185,6 +1235,109 @@ pub fn run_args(args: &[String]) -> Result<(), CliError> {
     }
 }
 
+/// `pinbench watch` from its arguments (those after `watch`), for tests and scripts.
+pub fn watch_args(args: &[String]) -> Result<(), CliError> {
+    let argv = ["pinbench", "watch"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(args.iter().cloned());
+    match Cli::try_parse_from(argv) {
+        Ok(Cli {
+            command: Command::Watch(a),
+        }) => watch(&a),
+        Ok(_) => Err(CliError::Usage("not a watch".into())),
+        Err(e) => Err(CliError::Usage(e.to_string())),
+    }
+}
+
+/// The report file of a run started at `unix_ms`: `pinbench-YYYYMMDDTHHMMSSZ.json`.
+fn watch_name(unix_ms: u64) -> String {
+    let iso = iso8601(unix_ms);
+    let compact: String = iso
+        .get(..19)
+        .unwrap_or(&iso)
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    format!("pinbench-{compact}Z.json")
+}
+
+/// `pinbench watch`: `pinbench run` every `every`, at fixed times from the first start.
+/// Ok when every run wrote its report; the first failure otherwise (after the last run).
+pub fn watch(a: &WatchArgs) -> Result<(), CliError> {
+    if a.run
+        .iter()
+        .any(|r| r == "--out" || r.starts_with("--out="))
+    {
+        return Err(CliError::Usage(
+            "watch names each report itself (in --dir): leave --out out".into(),
+        ));
+    }
+    // The run's arguments are checked before the first run, not at the first failure.
+    let argv = |out: &Path| -> Vec<String> {
+        ["--out".to_owned(), out.display().to_string()]
+            .into_iter()
+            .chain(a.run.iter().cloned())
+            .collect()
+    };
+    Cli::try_parse_from(
+        ["pinbench", "run"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain(argv(&a.dir.join("x.json"))),
+    )
+    .map_err(|e| CliError::Usage(e.to_string()))?;
+    std::fs::create_dir_all(&a.dir)
+        .map_err(|e| CliError::Usage(format!("cannot create {}: {e}", a.dir.display())))?;
+    let every_ms = u64::try_from(a.every.as_millis()).unwrap_or(u64::MAX);
+    let first = unix_ms_now();
+    let mut failed = None;
+    let (mut k, mut ran) = (0u64, 0u32);
+    loop {
+        let due = first.saturating_add(k.saturating_mul(every_ms));
+        let now = unix_ms_now();
+        if now < due {
+            std::thread::sleep(Duration::from_millis(due - now));
+        }
+        let start = unix_ms_now();
+        let out = a.dir.join(watch_name(start));
+        let late = start.saturating_sub(due);
+        eprintln!(
+            "pinbench watch: run {} at {}{} -> {}",
+            ran + 1,
+            iso8601(start),
+            if late > 1000 {
+                format!(
+                    " ({} s after its time: the previous run overran)",
+                    late / 1000
+                )
+            } else {
+                String::new()
+            },
+            out.display()
+        );
+        if let Err(e) = run_args(&argv(&out)) {
+            eprintln!("pinbench watch: run {} failed: {e}", ran + 1);
+            failed.get_or_insert(e);
+        }
+        k += 1;
+        ran += 1;
+        if a.count.is_some_and(|n| ran >= n) {
+            break;
+        }
+        // The next start comes after this run's end: skip the times it overran.
+        let now = unix_ms_now();
+        while first.saturating_add(k.saturating_mul(every_ms)) + every_ms <= now {
+            eprintln!(
+                "pinbench watch: the start at {} skipped (the previous run overran it)",
+                iso8601(first.saturating_add(k.saturating_mul(every_ms)))
+            );
+            k += 1;
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}
+
 /// Runs the command line; returns the process's exit status.
 pub fn main(cli: Cli) -> i32 {
     let (name, result) = match &cli.command {
@@ -1195,6 +1348,7 @@ pub fn main(cli: Cli) -> i32 {
         Command::Merge(a) => ("merge", merge(a).map(|()| 0)),
         Command::Seal(a) => ("seal", seal(a).map(|()| 0)),
         Command::View(a) => ("view", view(a)),
+        Command::Watch(a) => ("watch", watch(a).map(|()| 0)),
     };
     match result {
         Ok(code) => code,
@@ -1215,6 +1369,62 @@ mod tests {
         assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso8601(951_782_400_123), "2000-02-29T00:00:00.123Z");
         assert_eq!(iso8601(1_796_083_200_000), "2026-12-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn watch_takes_a_schedule_and_the_runs_arguments() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("3h"), Ok(Duration::from_secs(10_800)));
+        assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
+        for bad in ["", "3", "h", "0s", "1.5h", "-1m", "3 weeks"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            watch_name(1_796_083_205_123),
+            "pinbench-20261201T000005Z.json"
+        );
+        let Ok(Cli {
+            command: Command::Watch(w),
+        }) = Cli::try_parse_from([
+            "pinbench", "watch", "--every", "10m", "--dir", "d", "--count", "2", "--pins",
+            "p.json", "--quiet",
+        ])
+        else {
+            panic!("watch parses");
+        };
+        assert_eq!(
+            (w.every, w.dir, w.count, w.run),
+            (
+                Duration::from_secs(600),
+                PathBuf::from("d"),
+                Some(2),
+                vec!["--pins".to_owned(), "p.json".into(), "--quiet".into()]
+            )
+        );
+        // Its own report names: no --out; and run's arguments are checked before any run.
+        for run in [
+            &["--pins", "p.json", "--out", "x.json"][..],
+            &["--pins", "p.json", "--no-such-flag"][..],
+        ] {
+            let Ok(Cli {
+                command: Command::Watch(w),
+            }) = Cli::try_parse_from(
+                [
+                    "pinbench",
+                    "watch",
+                    "--every",
+                    "1s",
+                    "--dir",
+                    "/nonexistent/d",
+                ]
+                .into_iter()
+                .chain(run.iter().copied()),
+            )
+            else {
+                panic!("watch parses");
+            };
+            assert!(matches!(watch(&w), Err(CliError::Usage(_))), "{run:?}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The Compare screen: the opened files side by side, every differing pin highlighted,
-//! and one verdict — "comparable" only when every judged pin matches.
+//! and one verdict — "comparable" only when every judged pin matches; runs of the same
+//! pins (a folder of `pinbench watch` reports) also drawn over time.
 
 use leptos::prelude::*;
 
@@ -27,9 +28,12 @@ pub fn ComparePage() -> impl IntoView {
         let es = chosen();
         (es.len() >= 2).then(|| {
             let subjects: Vec<_> = es.iter().map(|e| e.subject()).collect();
+            let c = compare(&subjects);
+            let over_time = html::over_time(&subjects, &c);
             (
                 es.iter().map(|e| e.title.clone()).collect::<Vec<_>>(),
-                compare(&subjects),
+                c,
+                over_time,
             )
         })
     };
@@ -48,7 +52,7 @@ pub fn ComparePage() -> impl IntoView {
             </ul>
             {move || match result() {
                 None => view! { <p data-testid="compare-verdict" data-state="none">"Nothing to compare yet: open at least two files."</p> }.into_any(),
-                Some((titles, c)) => view! { <div class="compare__result" inner_html=html::comparison(&titles, &c)></div> }.into_any(),
+                Some((titles, c, over_time)) => view! { <div class="compare__result" inner_html=html::comparison(&titles, &c) + &over_time></div> }.into_any(),
             }}
         </section>
     }

@@ -156,10 +156,14 @@ pub fn ReportsPage() -> impl IntoView {
     let (paste, set_paste) = signal(String::new());
     let (url, set_url) = signal(String::new());
     let (dragging, set_dragging) = signal(false);
-    let open_files = move |list: Option<web_sys::FileList>| {
+    // A folder's files: only its JSON ones (a folder may hold other files).
+    let open_files = move |list: Option<web_sys::FileList>, folder: bool| {
         let Some(list) = list else { return };
         for i in 0..list.length() {
-            if let Some(f) = list.item(i) {
+            if let Some(f) = list
+                .item(i)
+                .filter(|f| !folder || f.name().to_ascii_lowercase().ends_with(".json"))
+            {
                 spawn_local(async move {
                     let t0 = web::now_us();
                     match files::read_file(&f).await {
@@ -178,17 +182,19 @@ pub fn ReportsPage() -> impl IntoView {
             }
         }
     };
-    let on_pick = move |ev: leptos::ev::Event| {
+    let pick = move |ev: leptos::ev::Event, folder: bool| {
         let input: Option<web_sys::HtmlInputElement> = ev.target().and_then(|t| t.dyn_into().ok());
         if let Some(i) = input {
-            open_files(i.files());
+            open_files(i.files(), folder);
             i.set_value("");
         }
     };
+    let on_pick = move |ev| pick(ev, false);
+    let on_folder = move |ev| pick(ev, true);
     let on_drop = move |ev: leptos::ev::DragEvent| {
         ev.prevent_default();
         set_dragging.set(false);
-        open_files(ev.data_transfer().and_then(|d| d.files()));
+        open_files(ev.data_transfer().and_then(|d| d.files()), false);
     };
     let on_paste = move |_| {
         let text = paste.get_untracked();
@@ -215,7 +221,11 @@ pub fn ReportsPage() -> impl IntoView {
                     "Open report or result files (pinbench, vLLM bench, AIPerf, guidellm): "
                     <input type="file" accept=".json,application/json" multiple data-testid="open-file" aria-label="Report file" on:change=on_pick />
                 </label>
-                <span>" or drop them here."</span>
+                <span>" or drop them here. "</span>
+                <label>
+                    "A folder of reports (e.g. pinbench watch's): "
+                    <input type="file" prop:webkitdirectory=true multiple data-testid="open-folder" aria-label="Folder of reports" on:change=on_folder />
+                </label>
             </div>
             <div class="viewer__row">
                 <label>"Paste JSON "

@@ -293,9 +293,10 @@ fn seconds_us(t: &str) -> Option<u64> {
     crate::decimal::parse_milli(t).map(|ms| ms.saturating_mul(1000))
 }
 
-/// `2023-11-16 18:15:46.6805900` as µs since 1970 (UTC, the proleptic Gregorian
-/// calendar).
-fn datetime_us(t: &str) -> Option<u64> {
+/// `2023-11-16 18:15:46.6805900` (or ISO 8601's `2026-12-04T17:20:11.051Z`) as µs
+/// since 1970 (UTC, the proleptic Gregorian calendar).
+pub fn datetime_us(t: &str) -> Option<u64> {
+    let t = t.strip_suffix('Z').unwrap_or(t);
     let (date, time) = t.split_once([' ', 'T'])?;
     let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
     let (y, m, day) = (d.next()??, d.next()??, d.next()??);

@@ -773,6 +773,93 @@ pub fn ttft_by_prompt_chart(measured: &[&RequestRecord]) -> Option<Chart> {
     })
 }
 
+/// Runs of the same pins over time (e.g. `pinbench watch`'s reports): each headline
+/// figure — TTFT and TPOT p50 and p99, aggregate output tok/s — against when its run
+/// started, runs the client judged INVALID drawn apart. Empty unless at least two
+/// pinbench runs with start times are given (the caller checks that their pins match).
+pub fn over_time_charts(subjects: &[crate::compare::Subject]) -> Vec<Chart> {
+    let mut runs: Vec<(u64, bool, &crate::compare::Subject)> = subjects
+        .iter()
+        .filter_map(|s| {
+            let r = s.run.as_ref()?;
+            Some((crate::trace::datetime_us(&r.created)?, r.invalid, s))
+        })
+        .collect();
+    if runs.len() < 2 || runs.len() != subjects.len() {
+        return Vec::new();
+    }
+    crate::sort::sort_by_key(&mut runs, |r| r.0);
+    let t0 = runs[0].0;
+    let span_s = runs[runs.len() - 1].0.saturating_sub(t0) / 1_000_000;
+    let (unit, div) = if span_s >= 7200 {
+        ("h", 3.6e9)
+    } else if span_s >= 120 {
+        ("min", 6e7)
+    } else {
+        ("s", 1e6)
+    };
+    let chart = |id: &str, title: &str, y: &str, keys: &[(&str, &str)]| {
+        let mut series = Vec::new();
+        for &(key, name) in keys {
+            for invalid in [false, true] {
+                let points: Vec<(f64, f64)> = runs
+                    .iter()
+                    .filter(|r| r.1 == invalid)
+                    .filter_map(|(t, _, s)| {
+                        let n = s.numbers.iter().find(|n| n.key == key)?;
+                        Some((t.saturating_sub(t0) as f64 / div, n.value))
+                    })
+                    .collect();
+                if !points.is_empty() {
+                    series.push(Series {
+                        name: if invalid {
+                            format!("{name}, runs judged INVALID")
+                        } else {
+                            name.to_owned()
+                        },
+                        points,
+                        mark: Mark::Dots,
+                    });
+                }
+            }
+        }
+        Chart {
+            id: id.into(),
+            title: title.into(),
+            x_label: format!("time since the first run, {unit}"),
+            y_label: y.into(),
+            x_log: false,
+            x_integer: false,
+            y_integer: false,
+            series,
+            bands: vec![],
+        }
+    };
+    vec![
+        chart(
+            "ttft-over-time",
+            "TTFT over time (each run's measured window)",
+            "TTFT (ms)",
+            &[("ttft_p50_ms", "p50"), ("ttft_p99_ms", "p99")],
+        ),
+        chart(
+            "tpot-over-time",
+            "TPOT over time (each run's measured window)",
+            "TPOT (ms)",
+            &[("tpot_p50_ms", "p50"), ("tpot_p99_ms", "p99")],
+        ),
+        chart(
+            "aggregate-over-time",
+            "Aggregate output tok/s over time (each run's headline window)",
+            "tok/s",
+            &[("aggregate_tok_s", "aggregate output tok/s")],
+        ),
+    ]
+    .into_iter()
+    .filter(|c| !c.series.is_empty())
+    .collect()
+}
+
 /// The two time charts of a run (the report's and the live view's): aggregate output
 /// tok/s, and requests in flight against the target (dashed), with the windows shaded.
 /// `in_flight` is (series name, points); `target` is (target, end of the x axis, s).

@@ -536,6 +536,27 @@ pub fn comparison(titles: &[String], c: &Comparison) -> String {
     out
 }
 
+/// The compared runs' headline figures over time ([`chart::over_time_charts`]) when they
+/// are comparable (the same pins) pinbench runs; empty otherwise.
+pub fn over_time(subjects: &[crate::compare::Subject], c: &Comparison) -> String {
+    if c.verdict != Verdict::Comparable {
+        return String::new();
+    }
+    let charts = chart::over_time_charts(subjects);
+    if charts.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        r#"<section class="over-time" data-testid="over-time" aria-label="Over time"><h3>The same pins over time: {} runs</h3><div class="charts">"#,
+        subjects.len()
+    );
+    for c in &charts {
+        chart_figure(&mut out, c);
+    }
+    out.push_str("</div></section>");
+    out
+}
+
 fn compare_row(out: &mut String, r: &Row, prefix: &str) {
     let class = if r.differs {
         "compare__row compare__row--differs"

@@ -81,6 +81,18 @@ pub struct Subject {
     pub numbers: Vec<Number>,
     /// Whether the file can be believed: its signature and recompute state.
     pub integrity: Integrity,
+    /// A pinbench run's start (the report's `created`) and its client verdict (`true`:
+    /// INVALID): where it sits in a series of runs over time. `None` for other tools.
+    pub run: Option<RunStamp>,
+}
+
+/// When a run was made and whether its client judged it invalid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunStamp {
+    /// ISO 8601 instant (UTC).
+    pub created: String,
+    /// The client verdict was INVALID.
+    pub invalid: bool,
 }
 
 /// Whether a subject's file can be believed.
@@ -205,6 +217,10 @@ impl Subject {
             output_mean: mean(ot),
             numbers,
             integrity: Integrity::Sound("not checked".into()),
+            run: Some(RunStamp {
+                created: r.body.created.clone(),
+                invalid: r.body.client.invalid,
+            }),
         }
     }
 

@@ -767,6 +767,7 @@ fn vllm(title: &str, v: &Value) -> Result<Imported, ImportError> {
     }
     Ok(Imported {
         subject: Subject {
+            run: None,
             title: title.into(),
             tool: "vLLM bench serve".into(),
             pins: finish(rows),
@@ -965,6 +966,7 @@ fn aiperf(title: &str, v: &Value) -> Result<Imported, ImportError> {
     };
     Ok(Imported {
         subject: Subject {
+            run: None,
             title: title.into(),
             tool,
             pins: finish(rows),
@@ -1139,6 +1141,7 @@ fn aiperf_records(title: &str, text: &str) -> Result<Imported, ImportError> {
     }
     Ok(Imported {
         subject: Subject {
+            run: None,
             title: title.into(),
             tool: "AIPerf records (profile_export.jsonl)".into(),
             pins: finish(rows),
@@ -1552,6 +1555,7 @@ fn guidellm(title: &str, v: &Value) -> Result<Imported, ImportError> {
     let version = s(v, &["metadata", "guidellm_version"]);
     Ok(Imported {
         subject: Subject {
+            run: None,
             title: title.into(),
             tool: version.map_or_else(|| "guidellm".into(), |x| format!("guidellm {x}")),
             pins: finish(rows),
