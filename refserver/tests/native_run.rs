@@ -341,3 +341,85 @@ fn watch_writes_a_signed_report_per_scheduled_run() {
         );
     }
 }
+
+/// An SLO search (`pinbench run --search`) against a server that runs at most 4 sequences
+/// at once (`--max-num-seqs 4`; a fifth request waits for a slot, so its TTFT holds a
+/// slot to free): TTFT p99 ≤ 35 ms holds up to concurrency 4 and breaks past it. The search finds 4 to within its resolution of 1, the report's load steps are its
+/// probes in order, and verification judges the probes again from the records.
+#[test]
+fn an_slo_search_finds_the_servers_knee() {
+    let _turn = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = Tmp::new("search");
+    let server = Server::start(&["--max-num-seqs", "4"]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    // 128 output tokens: a request holds its slot long enough that each request past
+    // the fourth waits tens of ms for one, against TTFTs of a few ms below the knee.
+    let search_pins = Pins::reference()
+        .endpoint(&base)
+        .with(&[
+            ("prompt_exactness", "server_tokenizer"),
+            ("stall_timeout_s", "30"),
+            ("phases", "colocated"),
+        ])
+        .lengths(64, 128)
+        .concurrency(1)
+        .windows("4", "24", "0")
+        .share_json()
+        .expect("pins");
+    let report = run(
+        &tmp,
+        &search_pins,
+        &["--search", "ttft:p99<=35ms", "--search-max", "32"],
+    );
+    let search = report.body.search.as_ref().expect("the search is kept");
+    let probes: Vec<(u32, Option<u64>, bool)> = search
+        .probes
+        .iter()
+        .map(|p| (p.load, p.values_us[0], p.met))
+        .collect();
+    eprintln!(
+        "search probes (concurrency, TTFT p99 µs, met): {probes:?}; found {:?}",
+        search.found
+    );
+    assert_eq!(search.found, Some(4), "{probes:?}");
+    let loads: Vec<u32> = report
+        .body
+        .config
+        .load
+        .value
+        .steps
+        .iter()
+        .map(|s| s.max_concurrency())
+        .collect();
+    assert_eq!(
+        loads,
+        search.probes.iter().map(|p| p.load).collect::<Vec<_>>()
+    );
+    // The report says what the search found and lists its probes; the answer's step has
+    // its goodput under the search's own limit (every measured request met it there).
+    let figures = report.body.figures().expect("figures");
+    let at = search
+        .probes
+        .iter()
+        .position(|p| p.load == 4)
+        .expect("a probe at 4");
+    let goodput = figures.steps[at].goodput.as_ref().expect("goodput");
+    assert_eq!(goodput.slo.ttft_us, Some(35_000));
+    assert!(
+        goodput.rps_milli > 0 && goodput.met == goodput.judged,
+        "{goodput:?}"
+    );
+    let html = pinbench::core::html::report_body(&report, Ok(&figures));
+    assert!(
+        html.contains("the largest concurrency meeting every SLO is 4")
+            && html.contains("data-testid=\"search-probes\""),
+        "the viewer shows the search"
+    );
+    // A probe's verdict changed after signing is caught by the recomputation.
+    let mut forged = report.clone();
+    if let Some(s) = forged.body.search.as_mut() {
+        s.found = Some(8);
+    }
+    let m = pinbench::core::report::recompute(&forged).expect("recomputes");
+    assert!(m.iter().any(|m| m.path == "search.found"), "{m:?}");
+}

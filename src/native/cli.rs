@@ -215,6 +215,23 @@ pub struct RunArgs {
     /// Goodput SLO: end-to-end latency at most this many ms.
     #[arg(long, value_name = "MS", default_value = "")]
     pub slo_e2e_ms: String,
+    /// SLO search: find the largest concurrency whose run meets this SLO (repeatable; all
+    /// must be met), e.g. `ttft:p99<=500ms` (ttft, tpot or e2e; p50, p90, p95 or p99).
+    /// Each probe is a full run of the pins (its own warm-up) at one concurrency, replacing
+    /// the pins' own: from --search-min, doubling while the SLOs hold, then bisecting to
+    /// --search-resolution. The report's load steps are the probes, in order.
+    #[arg(long = "search", value_name = "SLO", value_parser = crate::core::search::SloTarget::parse)]
+    pub search: Vec<crate::core::search::SloTarget>,
+    /// SLO search: the first (smallest) concurrency.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub search_min: u32,
+    /// SLO search: the largest concurrency probed.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub search_max: u32,
+    /// SLO search: stop when the highest concurrency that met the SLOs and the lowest that
+    /// did not are at most this far apart.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub search_resolution: u32,
     /// Wait until this wall-clock instant (Unix ms) before the first request, so N copies
     /// started by a job runner start together.
     #[arg(long, value_name = "UNIX_MS")]
@@ -686,6 +703,15 @@ pub struct NativeRun {
     pub env: ClientEnv,
 }
 
+/// The environment of several runs of one report: the worst event-loop lag of them.
+fn worse_env(a: ClientEnv, b: ClientEnv) -> ClientEnv {
+    ClientEnv {
+        event_loop_lag_p99_us: a.event_loop_lag_p99_us.max(b.event_loop_lag_p99_us),
+        event_loop_lag_max_us: a.event_loop_lag_max_us.max(b.event_loop_lag_max_us),
+        ..a
+    }
+}
+
 /// Runs the session over the native network until it finishes (or Ctrl-C stops it).
 async fn drive(
     cfg: RunConfig,
@@ -1111,6 +1137,25 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     };
     let slo = Slo::from_ms_fields(&a.slo_ttft_ms, &a.slo_tpot_ms, &a.slo_e2e_ms)
         .map_err(CliError::Usage)?;
+    // A search's answer comes with its goodput: unless goodput SLOs are given, each
+    // request is held to the search's limits (the tightest per latency).
+    let slo = match (slo, a.search.is_empty()) {
+        (None, false) => {
+            let limit = |m: crate::core::search::SloMetric| {
+                a.search
+                    .iter()
+                    .filter(|t| t.metric == m)
+                    .map(|t| t.limit_us)
+                    .min()
+            };
+            Some(Slo {
+                ttft_us: limit(crate::core::search::SloMetric::Ttft),
+                tpot_us: limit(crate::core::search::SloMetric::Tpot),
+                e2e_us: limit(crate::core::search::SloMetric::E2e),
+            })
+        }
+        (slo, _) => slo,
+    };
     let host = a.net.host();
     let mut probes: Vec<ProbeSnapshot> = Vec::new();
     let open = lifecycle::open_probe_fields(&raw);
@@ -1154,33 +1199,138 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         std::thread::sleep(Duration::from_millis(at.saturating_sub(unix_ms_now())));
     }
     let created = iso8601(unix_ms_now());
-    let run = block_on(async {
+    let mut search = match a.search.is_empty() {
+        true => None,
+        false => {
+            if cfg.trace.is_some()
+                || cfg
+                    .load
+                    .value
+                    .steps
+                    .iter()
+                    .any(|l| !matches!(l, crate::core::pins::LoadStep::Closed { .. }))
+            {
+                return Err(CliError::Usage(
+                    "an SLO search varies the concurrency: the pins' load_mode must be closed"
+                        .into(),
+                ));
+            }
+            Some(
+                crate::core::search::Search::new(crate::core::search::SearchPlan {
+                    min: a.search_min,
+                    max: a.search_max,
+                    resolution: a.search_resolution,
+                    targets: a.search.clone(),
+                })
+                .map_err(|e| CliError::Usage(e.to_string()))?,
+            )
+        }
+    };
+    let mut cfg = cfg;
+    let (run, probe_checkpoints) = block_on(async {
         let calibration = lifecycle::calibrate(&host, &cfg).await?;
         let lengths = match &dataset {
             Some(d) => Some(lifecycle::dataset_lengths(&host, &cfg, d).await?),
             None => None,
         };
         let clock = Clock::start();
-        let ckpt = Checkpointer::create(&checkpoint, &created, &cfg, clock)?;
         let url = format!(
             "{}{}",
             cfg.endpoint.base_url,
             cfg.endpoint.dialect.path(&cfg.model.id.value)
         );
-        let (net, rx) =
-            NativeNet::open(&url, a.net.ca_cert.as_deref(), a.net.header.clone(), clock).await?;
         let extra: Vec<(String, String)> = a.net.header.iter().cloned().collect();
-        drive(
-            cfg.clone(),
-            (calibration, trace.as_ref(), lengths.as_ref()),
-            (net, rx),
-            clock,
-            a.quiet,
-            (api_key, extra),
-            ckpt,
-        )
-        .await
+        // One run of `cfg` (checkpointed to `path`) on fresh connections.
+        let once = |cfg: RunConfig, path: PathBuf| {
+            let (url, extra, api_key) = (url.clone(), extra.clone(), api_key.clone());
+            let (calibration, lengths, trace, created) = (
+                calibration.clone(),
+                lengths.clone(),
+                trace.clone(),
+                created.clone(),
+            );
+            async move {
+                let ckpt = Checkpointer::create(&path, &created, &cfg, clock)?;
+                let (net, rx) =
+                    NativeNet::open(&url, a.net.ca_cert.as_deref(), a.net.header.clone(), clock)
+                        .await?;
+                drive(
+                    cfg,
+                    (calibration, trace.as_ref(), lengths.as_ref()),
+                    (net, rx),
+                    clock,
+                    a.quiet,
+                    (api_key, extra),
+                    ckpt,
+                )
+                .await
+            }
+        };
+        let Some(search) = search.as_mut() else {
+            return Ok::<_, CliError>((once(cfg.clone(), checkpoint.clone()).await?, Vec::new()));
+        };
+        // An SLO search: each probe one step, its records renumbered into the whole.
+        let (mut records, mut env, mut steps, mut paths) =
+            (Vec::new(), None, Vec::new(), Vec::new());
+        while let Some(load) = search.next_load() {
+            let k = steps.len();
+            let step = crate::core::pins::LoadStep::Closed { concurrency: load };
+            let mut probe_cfg = cfg.clone();
+            probe_cfg.load.value.steps = vec![step];
+            let mut path = checkpoint.clone().into_os_string();
+            path.push(format!(".probe-{k}"));
+            let path = PathBuf::from(path);
+            let r = once(probe_cfg.clone(), path.clone()).await?;
+            paths.push(path);
+            let figures = crate::core::metrics::summarize(
+                &r.records,
+                &crate::core::metrics::MetricsPlan::from_config(&probe_cfg, None),
+            )
+            .map_err(|e| CliError::Report(e.to_string()))?;
+            let met = figures
+                .steps
+                .first()
+                .is_some_and(|s| search.record(load, s));
+            eprintln!(
+                "pinbench search: probe {} at concurrency {load}: {}",
+                k + 1,
+                if met { "meets every SLO" } else { "misses" }
+            );
+            let offset = u32::try_from(records.len()).unwrap_or(u32::MAX);
+            records.extend(r.records.into_iter().map(|mut rec| {
+                rec.step = u32::try_from(k).unwrap_or(u32::MAX);
+                rec.index = rec.index.saturating_add(offset);
+                rec
+            }));
+            env = Some(match env {
+                None => r.env,
+                Some(e) => worse_env(e, r.env),
+            });
+            steps.push(step);
+        }
+        cfg.load.value.steps = steps;
+        Ok((
+            NativeRun {
+                records,
+                env: env.ok_or_else(|| CliError::Report("the search ran no probe".into()))?,
+            },
+            paths,
+        ))
     })??;
+    let search = search.map(crate::core::search::Search::finish);
+    if let Some(s) = &search {
+        eprintln!(
+            "pinbench search: {}",
+            match s.found {
+                Some(c) => format!(
+                    "the largest concurrency meeting every SLO is {c} ({} probes, resolution {})",
+                    s.probes.len(),
+                    s.plan.resolution
+                ),
+                None => format!("not even concurrency {} meets every SLO", s.plan.min),
+            }
+        );
+    }
     let finished = lifecycle::Finished {
         created,
         cfg,
@@ -1188,6 +1338,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         probes,
         env: run.env,
         records: run.records,
+        search,
     };
     let report = block_on(lifecycle::finish(finished, &key))?
         .map_err(|e| CliError::Report(e.to_string()))?
@@ -1198,8 +1349,11 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         .to_json()
         .map_err(|e| CliError::Report(e.to_string()))?;
     write_report(&a.out, &text, a.force)?;
-    // The report holds every record: the checkpoint has done its work.
+    // The report holds every record: the checkpoints have done their work.
     let _ = std::fs::remove_file(&checkpoint);
+    for p in probe_checkpoints {
+        let _ = std::fs::remove_file(p);
+    }
     eprintln!(
         "pinbench: wrote {} (signed by {}){}",
         a.out.display(),

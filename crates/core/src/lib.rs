@@ -25,4 +25,4 @@ pub use measure::{dialect, record, sse, vendor};
 pub use present::{chart, definitions, html, live, view};
 pub use run::{behaviour, http, lifecycle, prompt, schedule, session};
 pub use share::{card, compare, import, jcs, merge, report, rows, sign, viewer};
-pub use stats::{histogram, metrics, server, turns};
+pub use stats::{histogram, metrics, search, server, turns};

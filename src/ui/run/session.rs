@@ -273,6 +273,7 @@ impl RunSinks {
             probes: ctx.probes.clone(),
             env: result.env,
             records: result.records.clone(),
+            search: None,
         };
         // Signing may wait on WebCrypto: the rest happens when it answers.
         let me = self.clone();

@@ -85,6 +85,39 @@ fn chart_figure(out: &mut String, c: &chart::Chart) {
     );
 }
 
+/// An SLO search: its SLOs, its answer and every probe (load step `i` is probe `i`).
+fn search_section(out: &mut String, search: &crate::search::SearchRecord) {
+    let slos: Vec<String> = search.plan.targets.iter().map(|t| t.to_string()).collect();
+    let _ = write!(
+        out,
+        r#"<section class="search" data-testid="search" aria-label="SLO search"><p class="verdict verdict--ok" data-testid="search-found">SLO search ({}; concurrency {} to {}, resolution {}): {}</p><div class="table-scroll" tabindex="0" role="region" aria-label="Probes"><table data-testid="search-probes"><caption>Probes, in the order they ran (step i is probe i)</caption><thead><tr><th scope="col">probe</th><th scope="col">concurrency</th>"#,
+        escape(&slos.join(", ")),
+        search.plan.min,
+        search.plan.max,
+        search.plan.resolution,
+        match search.found {
+            Some(c) => format!("the largest concurrency meeting every SLO is {c}"),
+            None => format!("not even concurrency {} meets every SLO", search.plan.min),
+        }
+    );
+    for t in &slos {
+        let _ = write!(out, r#"<th scope="col">{}</th>"#, escape(t));
+    }
+    out.push_str(r#"<th scope="col">met</th></tr></thead><tbody>"#);
+    for (i, p) in search.probes.iter().enumerate() {
+        let _ = write!(out, r#"<tr><th scope="row">{i}</th><td>{}</td>"#, p.load);
+        for v in &p.values_us {
+            let _ = write!(
+                out,
+                "<td>{}</td>",
+                v.map_or_else(|| "—".to_owned(), view::fmt_ms)
+            );
+        }
+        let _ = write!(out, "<td>{}</td></tr>", if p.met { "yes" } else { "no" });
+    }
+    out.push_str("</tbody></table></div></section>");
+}
+
 /// The pins table.
 pub fn pin_table(out: &mut String, rows: &[PinRow]) {
     out.push_str(r#"<div class="table-scroll" tabindex="0" role="region" aria-label="Pins"><table class="pins" data-testid="pins-table"><caption>Pins</caption><thead><tr><th scope="col">pin</th><th scope="col">value</th><th scope="col">status</th><th scope="col">source</th></tr></thead><tbody>"#);
@@ -272,6 +305,9 @@ pub fn report_body(r: &Report, figures: Result<&Summary, &str>) -> String {
         r#"<p class="results__pins" data-testid="report-pins-line">{}</p>"#,
         escape(&pins_line(&b.config))
     );
+    if let Some(search) = &b.search {
+        search_section(&mut s, search);
+    }
     match figures {
         Err(why) => {
             let _ = write!(

@@ -639,6 +639,8 @@ pub struct Finished {
     pub env: ClientEnv,
     /// Every record, in dispatch order.
     pub records: Vec<RequestRecord>,
+    /// An SLO search's plan, probes and answer, when the load steps are its probes.
+    pub search: Option<crate::search::SearchRecord>,
 }
 
 /// The end of every run, on every host: the report built from the records (figures,
@@ -646,9 +648,10 @@ pub struct Finished {
 /// with a fresh card of its figures.
 pub async fn finish(run: Finished, signer: &impl Signer) -> Result<FiguredReport, LifecycleError> {
     let probes = snapshots_for(&run.probes, &run.cfg.endpoint.base_url);
-    let (body, figures) =
+    let (mut body, figures) =
         ReportBody::build_figured(run.created, run.cfg, run.slo, probes, run.env, run.records)
             .map_err(built)?;
+    body.search = run.search;
     sign_figured(body, figures, signer).await
 }
 

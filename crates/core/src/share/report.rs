@@ -143,6 +143,10 @@ pub struct ReportBody {
     /// Present when the report merges several clients' reports (`share::merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergeInfo>,
+    /// Present when the load steps are an SLO search's probes (`run::search`): its plan,
+    /// each probe's judged figures and its answer, judged again by [`recompute`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::search::SearchRecord>,
 }
 
 /// One merged source, as the merged report lists it.
@@ -232,6 +236,7 @@ impl ReportBody {
             summary: StoredSummary::of(&summary)?,
             notes: Vec::new(),
             merged: None,
+            search: None,
         };
         Ok((body, summary))
     }
@@ -785,6 +790,15 @@ fn recompute_unbudgeted(report: &Report) -> Result<(Summary, Vec<Mismatch>), Rep
         &to_value(&client)?,
         &mut out,
     );
+    if let Some(search) = &b.search {
+        out.extend(crate::search::check(search, &summary).into_iter().map(
+            |(path, stored, recomputed)| Mismatch {
+                path,
+                stored,
+                recomputed,
+            },
+        ));
+    }
     Ok((summary, out))
 }
 

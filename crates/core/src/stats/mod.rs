@@ -3,5 +3,6 @@
 
 pub mod histogram;
 pub mod metrics;
+pub mod search;
 pub mod server;
 pub mod turns;
