@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { spawn, spawnSync } from "node:child_process";
 import { checker } from "./lib.mjs";
-import { startRefserver } from "./refserver.mjs";
+import { startRefserver, tinyPins } from "./refserver.mjs";
 
 const target = process.env.CARGO_TARGET_DIR ?? path.resolve("target");
 const bin = path.join(target, "native", "pinbench");
@@ -17,13 +17,7 @@ const verifyBin = path.join(target, "debug", "pinbench-verify");
 const { check, finish } = checker();
 const ref = await startRefserver(["--profile", "tiny"]);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pinbench-cli-"));
-const pins = {
-  endpoint_url: `http://127.0.0.1:${ref.http}`, dialect: "completions", model_id: "pinbench-tiny", model_params: "100M",
-  model_quant: "bf16", model_engine: "pinbench-refserver", prompt_tokens: "64", prompt_exactness: "server_tokenizer",
-  output_tokens: "32", output_enforcement: "ignore_eos", load_mode: "closed", concurrency: "4", stall_timeout_s: "30",
-  max_model_len: "4096", kv_capacity: "16384", max_num_seqs: "16", phases: "chunked_prefill", scheduling: "continuous",
-  warmup: "1s", measured: "30s", cooldown: "1s", nonce_prefix: "on", shared_prefix: "none", turns: "1", temperature: "0", sampling_extra: "{}", reasoning: "none",
-};
+const pins = tinyPins(ref, { measured: "30s" });
 const p = (f) => path.join(dir, f);
 fs.writeFileSync(p("pins.json"), JSON.stringify(pins));
 const run = (...args) => spawnSync(bin, ["run", "--pins", p("pins.json"), "--quiet", ...args], { encoding: "utf8" });

@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { spawn, spawnSync } from "node:child_process";
 import { checker } from "./lib.mjs";
-import { startRefserver } from "./refserver.mjs";
+import { startRefserver, tinyPins } from "./refserver.mjs";
 import { decodeChunks } from "./report.mjs";
 
 const target = process.env.CARGO_TARGET_DIR ?? path.resolve("target");
@@ -18,13 +18,7 @@ const ref = await startRefserver(["--profile", "tiny"]);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pinbench-merge-"));
 const N = 3;
 
-const pins = {
-  endpoint_url: `http://127.0.0.1:${ref.http}`, dialect: "completions", model_id: "pinbench-tiny", model_params: "100M",
-  model_quant: "bf16", model_engine: "pinbench-refserver", prompt_tokens: "64", prompt_exactness: "server_tokenizer",
-  output_tokens: "32", output_enforcement: "ignore_eos", load_mode: "closed", concurrency: "4", stall_timeout_s: "30",
-  max_model_len: "4096", kv_capacity: "16384", max_num_seqs: "16", phases: "chunked_prefill", scheduling: "continuous",
-  warmup: "1s", measured: "5s", cooldown: "1s", nonce_prefix: "on", shared_prefix: "none", turns: "1", temperature: "0", sampling_extra: "{}", reasoning: "none",
-};
+const pins = tinyPins(ref);
 fs.writeFileSync(path.join(dir, "pins.json"), JSON.stringify(pins));
 fs.writeFileSync(path.join(dir, "other.json"), JSON.stringify({ ...pins, output_tokens: "16", measured: "2s", warmup: "0", cooldown: "0" }));
 

@@ -17,3 +17,19 @@ export function startRefserver(args = []) {
     child.once("exit", (code) => reject(new Error(`refserver exited ${code}`)));
   });
 }
+
+/**
+ * Every pin of a small closed-loop run against reference server `ref` (its tiny model,
+ * 64 → 32 tokens at concurrency 4, windows 1 s / 5 s / 1 s), as a pins file holds them;
+ * `overrides` replaces any.
+ */
+export function tinyPins(ref, overrides = {}) {
+  return {
+    endpoint_url: `http://127.0.0.1:${ref.http}`, dialect: "completions", model_id: "pinbench-tiny", model_params: "100M",
+    model_quant: "bf16", model_engine: "pinbench-refserver", prompt_tokens: "64", prompt_exactness: "server_tokenizer",
+    output_tokens: "32", output_enforcement: "ignore_eos", load_mode: "closed", concurrency: "4", stall_timeout_s: "30",
+    max_model_len: "4096", kv_capacity: "16384", max_num_seqs: "16", phases: "chunked_prefill", scheduling: "continuous",
+    warmup: "1s", measured: "5s", cooldown: "1s", nonce_prefix: "on", shared_prefix: "none", turns: "1", temperature: "0", sampling_extra: "{}", reasoning: "none",
+    ...overrides,
+  };
+}

@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
 import { serveDist, launch, checker, watchErrors } from "./lib.mjs";
-import { startRefserver } from "./refserver.mjs";
+import { startRefserver, tinyPins } from "./refserver.mjs";
 
 const dist = process.argv[2] ?? "dist";
 const target = process.env.CARGO_TARGET_DIR ?? path.resolve("target");
@@ -18,13 +18,7 @@ const ref = await startRefserver(["--profile", "tiny"]);
 const { server: web, url } = await serveDist(dist);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pinbench-watch-"));
 const p = (f) => path.join(dir, f);
-const pins = {
-  endpoint_url: `http://127.0.0.1:${ref.http}`, dialect: "completions", model_id: "pinbench-tiny", model_params: "100M",
-  model_quant: "bf16", model_engine: "pinbench-refserver", prompt_tokens: "64", prompt_exactness: "server_tokenizer",
-  output_tokens: "16", output_enforcement: "ignore_eos", load_mode: "closed", concurrency: "2", stall_timeout_s: "30",
-  max_model_len: "4096", kv_capacity: "16384", max_num_seqs: "16", phases: "chunked_prefill", scheduling: "continuous",
-  warmup: "2", measured: "12", cooldown: "0", nonce_prefix: "on", shared_prefix: "none", turns: "1", temperature: "0", sampling_extra: "{}", reasoning: "none",
-};
+const pins = tinyPins(ref, { output_tokens: "16", concurrency: "2", warmup: "2", measured: "12", cooldown: "0" });
 fs.writeFileSync(p("pins.json"), JSON.stringify(pins));
 const reports = p("reports");
 const browser = await launch();

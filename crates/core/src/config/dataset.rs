@@ -16,7 +16,6 @@
 //! at the sampled lengths. The file's SHA-256, name, format and row count are the pin.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// Bytes a dataset file may have (ShareGPT V3's unfiltered file is 642 MB: take a slice).
 pub const MAX_BYTES: usize = 256 << 20;
@@ -164,17 +163,8 @@ struct Conversation {
 
 /// Reads a dataset file (format found from its first character and header).
 pub fn parse(bytes: &[u8]) -> Result<Dataset, DatasetError> {
-    if bytes.len() > MAX_BYTES {
-        return Err(DatasetError::TooLarge(format!(
-            "{} bytes (at most {MAX_BYTES})",
-            bytes.len()
-        )));
-    }
-    let sha256 = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>();
-    let text = String::from_utf8_lossy(bytes);
+    let (sha256, text) =
+        crate::trace::digest_and_text(bytes, MAX_BYTES).map_err(DatasetError::TooLarge)?;
     let text = text.trim_start_matches('\u{feff}').trim_start();
     let (format, rows, skipped) = if text.starts_with('[') {
         let convs: Vec<Conversation> =

@@ -144,17 +144,7 @@ struct MooncakeRow {
 
 /// Reads a trace file (format found from its first line).
 pub fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
-    if bytes.len() > MAX_BYTES {
-        return Err(TraceError::TooLarge(format!(
-            "{} bytes (at most {MAX_BYTES})",
-            bytes.len()
-        )));
-    }
-    let sha256 = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>();
-    let text = String::from_utf8_lossy(bytes);
+    let (sha256, text) = digest_and_text(bytes, MAX_BYTES).map_err(TraceError::TooLarge)?;
     let text = text.trim_start_matches('\u{feff}');
     let first = text.lines().next().unwrap_or("").trim();
     let (format, mut rows, skipped) = if first.starts_with('{') {
@@ -200,6 +190,22 @@ pub fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
         skipped,
         sha256,
     })
+}
+
+/// A file read for its rows (a trace or a dataset): its SHA-256 (lower-case hex, its
+/// identity in the pins) and its text (invalid UTF-8 replaced); refused past `max` bytes.
+pub fn digest_and_text(
+    bytes: &[u8],
+    max: usize,
+) -> Result<(String, std::borrow::Cow<'_, str>), String> {
+    if bytes.len() > max {
+        return Err(format!("{} bytes (at most {max})", bytes.len()));
+    }
+    let sha256 = Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>();
+    Ok((sha256, String::from_utf8_lossy(bytes)))
 }
 
 fn too_many(n: usize) -> Result<(), TraceError> {
