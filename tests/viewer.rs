@@ -607,3 +607,51 @@ fn charts_and_translator_cover_the_report() {
     assert!(figures.iter().any(|f| f.label.contains("per-stream")));
     assert!(figures.iter().any(|f| f.label.contains("aggregate")));
 }
+
+/// A claim placed on a report's frontier: placed when every pin it states is the report's
+/// (concurrency aside) and it says the model and both lengths; else not comparable, why.
+#[test]
+fn a_claim_is_placed_on_the_frontier_only_when_its_pins_match() {
+    let r = fixture_report();
+    let cfg = &r.body.config;
+    let place = |t: &str| pinbench::core::claim::analyse(t).against(cfg);
+    assert_eq!(
+        place("270M model, 32 input tokens and 8 output tokens, 8 concurrent users: 2,100 tok/s per user"),
+        Ok((Some(2100.0), None))
+    );
+    assert_eq!(
+        place("270M model, 32 input tokens, 8 output tokens: 9,000 tok/s aggregate throughput"),
+        Ok((None, Some(9000.0)))
+    );
+    let e = place("270M model, 32 input tokens, 512 output tokens: 2,100 tok/s per user")
+        .expect_err("another output length");
+    assert!(
+        e.iter().any(|w| w.starts_with("differs in output_tokens")),
+        "{e:?}"
+    );
+    let e = place("2,100 tok/s per user on an 8B model").expect_err("lengths open");
+    assert!(
+        e.iter()
+            .any(|w| w == "the claim does not say the prompt length")
+            && e.iter().any(|w| w.starts_with("differs in model_params")),
+        "{e:?}"
+    );
+    let e = place("270M model, 32 input tokens, 8 output tokens: 2,100 tok/s").expect_err("scope");
+    assert!(
+        e.iter()
+            .any(|w| w.contains("per stream or for all streams")),
+        "{e:?}"
+    );
+    // The placed claim is drawn as a line on the frontier.
+    let f = figures(&r);
+    let html = pinbench::core::html::frontier_claim(
+        cfg,
+        &f,
+        "270M model, 32 input tokens and 8 output tokens: 2,100 tok/s per user",
+    );
+    assert!(
+        html.contains(r#"data-state="placed""#) && html.contains("claim: 2100 tok/s per stream"),
+        "{html}"
+    );
+    assert!(pinbench::core::html::frontier_claim(cfg, &f, "  ").is_empty());
+}

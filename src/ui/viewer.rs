@@ -507,6 +507,23 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
     };
     // The body's markup (charts and tables) is built here, before the time is read.
     let body = report_body(r, o.figures());
+    // A sweep's frontier, with a claim placed on it as typed.
+    let frontier = o
+        .figures()
+        .ok()
+        .filter(|f| f.steps.len() > 1)
+        .map(|f| (b.config.clone(), f.clone()))
+        .map(|(cfg, f)| {
+            let claim = RwSignal::new(String::new());
+            view! {
+                <section class="frontier" aria-label="Place a claim on the frontier">
+                    <label>"Place a claim on this sweep's frontier (e.g. “2,100 tok/s per user, Llama 3.1 8B, 1000 in / 100 out”): "
+                        <input class="field__input" data-testid="frontier-claim" aria-label="Claim to place" prop:value=move || claim.get() on:change=move |ev| claim.set(event_target_value(&ev)) />
+                    </label>
+                    <div data-testid="frontier-placement" inner_html=move || html::frontier_claim(&cfg, &f, &claim.get())></div>
+                </section>
+            }
+        });
     let timing = format!(
         "Opened in {} ms ({}); charts and tables built in {} ms.",
         Fixed(
@@ -539,6 +556,7 @@ fn report_view(e: &Entry, o: &OpenedReport, lib: Library) -> impl IntoView {
                 " The Run screen opens with this report's workload pins; your endpoint, key and its server pins are yours to probe or type. When the run ends, Compare opens with both."
             </p>
             {body}
+            {frontier}
             <section class="share" aria-label="Share">
                 <button data-testid="download-csv" on:click=csv>"Download records as CSV"</button>
                 <label>" Card theme "

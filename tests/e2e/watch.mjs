@@ -2,6 +2,7 @@
 // server (every 2 s, three runs) and writes a signed report per run into a folder, named
 // by its start; the tab's Reports screen opens that folder (a non-report file beside them
 // is skipped), Compare calls the runs comparable and draws each headline figure over time.
+// Then an SLO search's report in the viewer, with a claim placed on its frontier.
 // Usage: node tests/e2e/watch.mjs dist
 import fs from "node:fs";
 import os from "node:os";
@@ -50,6 +51,35 @@ try {
     check(dots >= 3, `${id}: a point per run (${dots} points)`);
   }
   check(errors.length === 0, `no page errors (${errors.join("; ")})`);
+
+  // An SLO search's report (its probes are its load steps) in the viewer, and a claim
+  // placed on its frontier: placed when its pins are the report's, refused with why not.
+  const search = spawnSync(bin, ["run", "--pins", p("pins.json"), "--out", p("search.json"), "--key", p("key.json"), "--quiet", "--no-probe",
+    "--search", "ttft:p99<=5000ms", "--search-max", "4"], { encoding: "utf8" });
+  check(search.status === 0 && search.stderr.includes("the largest concurrency meeting every SLO is 4"), `pinbench run --search probes 1, 2, 4 (${search.stderr.trim().split("\n").filter((l) => l.includes("search")).join(" | ")})`);
+  const page2 = await (await browser.newContext()).newPage();
+  const errors2 = watchErrors(page2);
+  await page2.goto(url);
+  await page2.getByTestId("nav-reports").click();
+  await page2.getByTestId("open-file").setInputFiles(p("search.json"));
+  const found = page2.getByTestId("search-found");
+  await found.waitFor({ timeout: 20000 });
+  check((await found.textContent()).includes("the largest concurrency meeting every SLO is 4"), `the viewer says what the search found (${await found.textContent()})`);
+  check(await page2.locator('[data-testid="search-probes"] tbody tr').count() === 3, "the viewer lists the three probes");
+  const claim = page2.getByTestId("frontier-claim");
+  await claim.fill("100M model, 64 input tokens and 16 output tokens, at 8 concurrent users: 2,100 tok/s per user");
+  await claim.press("Enter");
+  await claim.blur();
+  const placed = page2.getByTestId("frontier-verdict");
+  await placed.waitFor({ timeout: 10000 });
+  check((await placed.getAttribute("data-state")) === "placed" && await page2.locator('[data-testid="figure-chart-frontier-claim"] svg').count() === 1,
+    `a claim with the report's pins is placed on the frontier (${await placed.textContent()})`);
+  await claim.fill("100M model, 64 input tokens and 512 output tokens: 2,100 tok/s per user");
+  await claim.blur();
+  await page2.locator('[data-testid="frontier-verdict"][data-state="not-comparable"]').waitFor({ timeout: 10000 });
+  const reasons = await page2.getByTestId("frontier-reasons").textContent();
+  check(reasons.includes("differs in output_tokens"), `a claim of another output length is not comparable, and says why (${reasons})`);
+  check(errors2.length === 0, `no page errors in the viewer (${errors2.join("; ")})`);
 } finally {
   await browser.close();
   ref.stop();

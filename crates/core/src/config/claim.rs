@@ -242,6 +242,90 @@ impl ClaimAnalysis {
         raw.to_share_json()
     }
 
+    /// Where the claim's tok/s sits against a run's pins `cfg` (a sweep's frontier): its
+    /// per-stream decode and aggregate figures, when every pin it states is the run's
+    /// (the concurrency aside: the frontier spans it) and it states the model and both
+    /// lengths; otherwise why it is not comparable, each reason a sentence.
+    pub fn against(
+        &self,
+        cfg: &super::pins::RunConfig,
+    ) -> Result<(Option<f64>, Option<f64>), Vec<String>> {
+        let mut raw = super::pins::workload_form(cfg);
+        for (name, text) in [
+            ("model_id", cfg.model.id.value.clone()),
+            ("model_quant", cfg.model.quantization.value.to_string()),
+            ("model_engine", cfg.model.engine.value.to_string()),
+        ] {
+            if let Some(f) = raw.field_mut(name) {
+                *f = super::pins::RawField::declared(text);
+            }
+        }
+        let same = |a: &str, b: &str| {
+            let (a, b) = (a.trim().to_ascii_lowercase(), b.trim().to_ascii_lowercase());
+            a == b
+                || matches!(
+                    (crate::json::parse_f64(&a), crate::json::parse_f64(&b)),
+                    (Some(x), Some(y)) if x == y
+                )
+        };
+        let mut why = Vec::new();
+        for s in self.pins.iter().filter(|s| s.field != "concurrency") {
+            if s.field == "model_params" {
+                let run = match cfg.model.params.value {
+                    super::pins::Disclosure::Value(v) => Some(v),
+                    super::pins::Disclosure::Undisclosed => None,
+                };
+                if super::pins::parse_param_count(&s.value) != run {
+                    why.push(format!(
+                        "differs in model_params: the claim says {} (“{}”), the run {}",
+                        s.value,
+                        s.evidence,
+                        run.map_or_else(|| "undisclosed".to_owned(), |v| v.to_string())
+                    ));
+                }
+                continue;
+            }
+            if let Some(f) = raw.field(s.field).filter(|f| !same(&f.text, &s.value)) {
+                why.push(format!(
+                    "differs in {}: the claim says {} (“{}”), the run {}",
+                    s.field, s.value, s.evidence, f.text
+                ));
+            }
+        }
+        for (fields, what) in [
+            (&["model_id", "model_params"][..], "the model"),
+            (&["prompt_tokens"][..], "the prompt length"),
+            (&["output_tokens"][..], "the output length"),
+        ] {
+            if !fields.iter().any(|f| self.pin(f).is_some()) {
+                why.push(format!("the claim does not say {what}"));
+            }
+        }
+        let (mut per_stream, mut aggregate) = (None, None);
+        for f in &self.figures {
+            if let Figure::Throughput { value, scope, ttft } = *f {
+                match (scope, ttft) {
+                    (Scope::PerStream, Ttft::Included) => why.push(
+                        "its per-stream tok/s includes the wait for the first token: not the frontier's decode speed".into(),
+                    ),
+                    (Scope::PerStream, _) => per_stream = Some(value),
+                    (Scope::Aggregate, _) => aggregate = Some(value),
+                    (Scope::Unknown, _) => why.push(
+                        "it does not say whether its tok/s is per stream or for all streams".into(),
+                    ),
+                }
+            }
+        }
+        if per_stream.is_none() && aggregate.is_none() && why.is_empty() {
+            why.push("it states no tok/s figure".into());
+        }
+        if why.is_empty() {
+            Ok((per_stream, aggregate))
+        } else {
+            Err(why)
+        }
+    }
+
     /// The value stated for field `name`.
     pub fn pin(&self, name: &str) -> Option<&str> {
         self.pins

@@ -1001,6 +1001,44 @@ pub fn sweep_chart(figures: &Summary) -> Chart {
     }
 }
 
+/// The sweep's frontier with a claim placed on it: a per-stream tok/s claim as a
+/// horizontal line, an aggregate one as a vertical line (both: where they cross), so the
+/// frontier shows whether any step reached it.
+pub fn frontier_with_claim(
+    figures: &Summary,
+    (per_stream, aggregate): (Option<f64>, Option<f64>),
+) -> Chart {
+    let mut c = sweep_chart(figures);
+    c.id = "frontier-claim".into();
+    c.title = "Frontier: per-stream vs aggregate tok/s, with the claim".into();
+    let pts = c.series.first().map_or(&[][..], |s| &s.points[..]);
+    let x_max = pts
+        .iter()
+        .map(|p| p.0)
+        .fold(aggregate.unwrap_or(0.0), f64::max)
+        * 1.1;
+    let y_max = pts
+        .iter()
+        .map(|p| p.1)
+        .fold(per_stream.unwrap_or(0.0), f64::max)
+        * 1.1;
+    if let Some(y) = per_stream {
+        c.series.push(Series {
+            name: format!("claim: {} tok/s per stream", crate::decimal::fixed(y, 0)),
+            points: vec![(0.0, y), (x_max, y)],
+            mark: Mark::Reference,
+        });
+    }
+    if let Some(x) = aggregate {
+        c.series.push(Series {
+            name: format!("claim: {} tok/s aggregate", crate::decimal::fixed(x, 0)),
+            points: vec![(x, 0.0), (x, y_max)],
+            mark: Mark::Reference,
+        });
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,6 +85,35 @@ fn chart_figure(out: &mut String, c: &chart::Chart) {
     );
 }
 
+/// A claim (as typed) placed on a sweep report's frontier (its pins `cfg`, its figures):
+/// the frontier with the claim's lines when its pins match the report's, else "not
+/// comparable" with each reason.
+pub fn frontier_claim(cfg: &RunConfig, figures: &Summary, text: &str) -> String {
+    if text.trim().is_empty() {
+        return String::new();
+    }
+    let claim = crate::claim::analyse(text);
+    match claim.against(cfg) {
+        Ok(at) => {
+            let mut out = String::from(
+                r#"<p class="verdict verdict--ok" data-testid="frontier-verdict" data-state="placed">Placed: every pin the claim states is this report's.</p>"#,
+            );
+            chart_figure(&mut out, &chart::frontier_with_claim(figures, at));
+            out
+        }
+        Err(why) => {
+            let mut out = String::from(
+                r#"<p class="verdict verdict--bad" data-testid="frontier-verdict" data-state="not-comparable">Not comparable with this frontier:</p><ul data-testid="frontier-reasons">"#,
+            );
+            for w in why {
+                let _ = write!(out, "<li>{}</li>", escape(&w));
+            }
+            out.push_str("</ul>");
+            out
+        }
+    }
+}
+
 /// An SLO search: its SLOs, its answer and every probe (load step `i` is probe `i`).
 fn search_section(out: &mut String, search: &crate::search::SearchRecord) {
     let slos: Vec<String> = search.plan.targets.iter().map(|t| t.to_string()).collect();
