@@ -411,7 +411,7 @@ fn an_slo_search_finds_the_servers_knee() {
     );
     let html = pinbench::core::html::report_body(&report, Ok(&figures));
     assert!(
-        html.contains("the largest concurrency meeting every SLO is 4")
+        html.contains("the largest load meeting every SLO is concurrency 4")
             && html.contains("data-testid=\"search-probes\""),
         "the viewer shows the search"
     );
@@ -422,4 +422,81 @@ fn an_slo_search_finds_the_servers_knee() {
     }
     let m = pinbench::core::report::recompute(&forged).expect("recomputes");
     assert!(m.iter().any(|m| m.path == "search.found"), "{m:?}");
+}
+
+/// An SLO search by request rate (an open loop's `rate_rps`; its Poisson arrivals and
+/// in-flight cap kept): each probe is an open-loop step at its rate, the search ends, the
+/// answer met the SLO and the next rate above it did not, and verification agrees.
+#[test]
+fn an_slo_search_by_rate_probes_open_loop_steps() {
+    let _turn = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = Tmp::new("search-rate");
+    let server = Server::start(&["--max-num-seqs", "4"]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let pins = Pins::reference()
+        .endpoint(&base)
+        .with(&[
+            ("prompt_exactness", "server_tokenizer"),
+            ("stall_timeout_s", "30"),
+            ("phases", "colocated"),
+            ("load_mode", "open"),
+            ("rate_rps", "1"),
+            ("arrival", "poisson"),
+            ("in_flight_cap", "64"),
+        ])
+        .lengths(64, 128)
+        .windows("4", "24", "0")
+        .share_json()
+        .expect("pins");
+    let report = run(
+        &tmp,
+        &pins,
+        &[
+            "--search",
+            "ttft:p99<=100ms",
+            "--search-min",
+            "4",
+            "--search-max",
+            "64",
+            "--search-resolution",
+            "2",
+        ],
+    );
+    let search = report.body.search.as_ref().expect("the search is kept");
+    let probes: Vec<(u32, Option<u64>, bool)> = search
+        .probes
+        .iter()
+        .map(|p| (p.load, p.values_us[0], p.met))
+        .collect();
+    eprintln!(
+        "rate search probes (req/s × 1000, TTFT p99 µs, met): {probes:?}; found {:?}",
+        search.found
+    );
+    assert_eq!(
+        search.plan.dimension,
+        pinbench::core::search::SearchDimension::RateMilliRps
+    );
+    for (step, p) in report
+        .body
+        .config
+        .load
+        .value
+        .steps
+        .iter()
+        .zip(&search.probes)
+    {
+        assert!(
+            matches!(step, pinbench::core::pins::LoadStep::Open { rate_milli_rps, in_flight_cap: 64, .. } if *rate_milli_rps == u64::from(p.load)),
+            "{step:?}"
+        );
+    }
+    let found = search.found.expect("4 req/s meets it");
+    let above = search
+        .probes
+        .iter()
+        .filter(|p| !p.met)
+        .map(|p| p.load)
+        .min()
+        .expect("a rate past the server's capacity misses");
+    assert!(above > found && above - found <= 2000, "{probes:?}");
 }

@@ -54,7 +54,7 @@ pub enum Command {
     Behaviour(BehaviourArgs),
     /// Run a pinned benchmark and write a signed report. Pins the file leaves open are
     /// probed from the endpoint (unless --no-probe); the run starts only when every pin is set.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check reports: the signature (against --trust keys) and every summary figure
     /// recomputed from the records.
     Verify(VerifyArgs),
@@ -215,23 +215,26 @@ pub struct RunArgs {
     /// Goodput SLO: end-to-end latency at most this many ms.
     #[arg(long, value_name = "MS", default_value = "")]
     pub slo_e2e_ms: String,
-    /// SLO search: find the largest concurrency whose run meets this SLO (repeatable; all
-    /// must be met), e.g. `ttft:p99<=500ms` (ttft, tpot or e2e; p50, p90, p95 or p99).
-    /// Each probe is a full run of the pins (its own warm-up) at one concurrency, replacing
-    /// the pins' own: from --search-min, doubling while the SLOs hold, then bisecting to
-    /// --search-resolution. The report's load steps are the probes, in order.
+    /// SLO search: find the largest load whose run meets this SLO (repeatable; all must be
+    /// met), e.g. `ttft:p99<=500ms` (ttft, tpot or e2e; p50, p90, p95 or p99). The load is
+    /// the concurrency of a closed loop or the request rate of an open one (its arrival
+    /// process and in-flight cap kept). Each probe is a full run of the pins (its own
+    /// warm-up) at one load, replacing the pins' own: from --search-min, doubling while the
+    /// SLOs hold, then bisecting to --search-resolution. The report's load steps are the
+    /// probes, in order.
     #[arg(long = "search", value_name = "SLO", value_parser = crate::core::search::SloTarget::parse)]
     pub search: Vec<crate::core::search::SloTarget>,
-    /// SLO search: the first (smallest) concurrency.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub search_min: u32,
-    /// SLO search: the largest concurrency probed.
-    #[arg(long, value_name = "N", default_value_t = 256)]
-    pub search_max: u32,
-    /// SLO search: stop when the highest concurrency that met the SLOs and the lowest that
-    /// did not are at most this far apart.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub search_resolution: u32,
+    /// SLO search: the first (smallest) load — a concurrency (closed loop) or req/s (open
+    /// loop, decimals allowed).
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub search_min: String,
+    /// SLO search: the largest load probed.
+    #[arg(long, value_name = "N", default_value = "256")]
+    pub search_max: String,
+    /// SLO search: stop when the highest load that met the SLOs and the lowest that did
+    /// not are at most this far apart.
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub search_resolution: String,
     /// Wait until this wall-clock instant (Unix ms) before the first request, so N copies
     /// started by a job runner start together.
     #[arg(long, value_name = "UNIX_MS")]
@@ -1202,24 +1205,45 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     let mut search = match a.search.is_empty() {
         true => None,
         false => {
-            if cfg.trace.is_some()
-                || cfg
-                    .load
-                    .value
-                    .steps
-                    .iter()
-                    .any(|l| !matches!(l, crate::core::pins::LoadStep::Closed { .. }))
-            {
-                return Err(CliError::Usage(
-                    "an SLO search varies the concurrency: the pins' load_mode must be closed"
-                        .into(),
-                ));
+            use crate::core::search::SearchDimension;
+            let dimension = match cfg.load.value.steps.first() {
+                _ if cfg.trace.is_some() => None,
+                Some(crate::core::pins::LoadStep::Closed { .. }) => {
+                    Some(SearchDimension::Concurrency)
+                }
+                Some(crate::core::pins::LoadStep::Open { .. }) => {
+                    Some(SearchDimension::RateMilliRps)
+                }
+                None => None,
             }
+            .ok_or_else(|| {
+                CliError::Usage(
+                    "an SLO search varies a closed loop's concurrency or an open loop's rate: not a replay".into(),
+                )
+            })?;
+            let load = |name: &str, t: &str| -> Result<u32, CliError> {
+                let v = match dimension {
+                    SearchDimension::Concurrency => t.trim().parse::<u32>().ok(),
+                    SearchDimension::RateMilliRps => {
+                        crate::core::decimal::parse_milli(t).and_then(|v| u32::try_from(v).ok())
+                    }
+                };
+                v.ok_or_else(|| {
+                    CliError::Usage(format!(
+                        "--search-{name} {t:?}: expected {}",
+                        match dimension {
+                            SearchDimension::Concurrency => "a whole number of streams",
+                            SearchDimension::RateMilliRps => "req/s (at most 3 decimals)",
+                        }
+                    ))
+                })
+            };
             Some(
                 crate::core::search::Search::new(crate::core::search::SearchPlan {
-                    min: a.search_min,
-                    max: a.search_max,
-                    resolution: a.search_resolution,
+                    dimension,
+                    min: load("min", &a.search_min)?,
+                    max: load("max", &a.search_max)?,
+                    resolution: load("resolution", &a.search_resolution)?,
                     targets: a.search.clone(),
                 })
                 .map_err(|e| CliError::Usage(e.to_string()))?,
@@ -1272,9 +1296,21 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         // An SLO search: each probe one step, its records renumbered into the whole.
         let (mut records, mut env, mut steps, mut paths) =
             (Vec::new(), None, Vec::new(), Vec::new());
+        let dimension = search.plan().dimension;
         while let Some(load) = search.next_load() {
             let k = steps.len();
-            let step = crate::core::pins::LoadStep::Closed { concurrency: load };
+            let step = match cfg.load.value.steps.first() {
+                Some(&crate::core::pins::LoadStep::Open {
+                    arrival,
+                    in_flight_cap,
+                    ..
+                }) => crate::core::pins::LoadStep::Open {
+                    rate_milli_rps: u64::from(load),
+                    arrival,
+                    in_flight_cap,
+                },
+                _ => crate::core::pins::LoadStep::Closed { concurrency: load },
+            };
             let mut probe_cfg = cfg.clone();
             probe_cfg.load.value.steps = vec![step];
             let mut path = checkpoint.clone().into_os_string();
@@ -1292,8 +1328,9 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
                 .first()
                 .is_some_and(|s| search.record(load, s));
             eprintln!(
-                "pinbench search: probe {} at concurrency {load}: {}",
+                "pinbench search: probe {} at {}: {}",
                 k + 1,
+                dimension.text(load),
                 if met { "meets every SLO" } else { "misses" }
             );
             let offset = u32::try_from(records.len()).unwrap_or(u32::MAX);
@@ -1323,11 +1360,15 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
             "pinbench search: {}",
             match s.found {
                 Some(c) => format!(
-                    "the largest concurrency meeting every SLO is {c} ({} probes, resolution {})",
+                    "the largest load meeting every SLO is {} ({} probes, resolution {})",
+                    s.plan.dimension.text(c),
                     s.probes.len(),
-                    s.plan.resolution
+                    s.plan.dimension.step_text(s.plan.resolution)
                 ),
-                None => format!("not even concurrency {} meets every SLO", s.plan.min),
+                None => format!(
+                    "not even {} meets every SLO",
+                    s.plan.dimension.text(s.plan.min)
+                ),
             }
         );
     }
@@ -1374,33 +1415,30 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `pinbench run` from its arguments (those after `run`), for tests and scripts.
-pub fn run_args(args: &[String]) -> Result<(), CliError> {
-    let argv = ["pinbench", "run"]
+/// The subcommand `name` read from its arguments (those after it).
+fn parse_sub(name: &str, args: &[String]) -> Result<Command, CliError> {
+    let argv = ["pinbench", name]
         .into_iter()
         .map(str::to_owned)
         .chain(args.iter().cloned());
-    match Cli::try_parse_from(argv) {
-        Ok(Cli {
-            command: Command::Run(a),
-        }) => run(&a),
-        Ok(_) => Err(CliError::Usage("not a run".into())),
-        Err(e) => Err(CliError::Usage(e.to_string())),
+    Cli::try_parse_from(argv)
+        .map(|c| c.command)
+        .map_err(|e| CliError::Usage(e.to_string()))
+}
+
+/// `pinbench run` from its arguments (those after `run`), for tests and scripts.
+pub fn run_args(args: &[String]) -> Result<(), CliError> {
+    match parse_sub("run", args)? {
+        Command::Run(a) => run(&a),
+        _ => Err(CliError::Usage("not a run".into())),
     }
 }
 
 /// `pinbench watch` from its arguments (those after `watch`), for tests and scripts.
 pub fn watch_args(args: &[String]) -> Result<(), CliError> {
-    let argv = ["pinbench", "watch"]
-        .into_iter()
-        .map(str::to_owned)
-        .chain(args.iter().cloned());
-    match Cli::try_parse_from(argv) {
-        Ok(Cli {
-            command: Command::Watch(a),
-        }) => watch(&a),
-        Ok(_) => Err(CliError::Usage("not a watch".into())),
-        Err(e) => Err(CliError::Usage(e.to_string())),
+    match parse_sub("watch", args)? {
+        Command::Watch(a) => watch(&a),
+        _ => Err(CliError::Usage("not a watch".into())),
     }
 }
 

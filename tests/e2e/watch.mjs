@@ -56,7 +56,7 @@ try {
   // placed on its frontier: placed when its pins are the report's, refused with why not.
   const search = spawnSync(bin, ["run", "--pins", p("pins.json"), "--out", p("search.json"), "--key", p("key.json"), "--quiet", "--no-probe",
     "--search", "ttft:p99<=5000ms", "--search-max", "4"], { encoding: "utf8" });
-  check(search.status === 0 && search.stderr.includes("the largest concurrency meeting every SLO is 4"), `pinbench run --search probes 1, 2, 4 (${search.stderr.trim().split("\n").filter((l) => l.includes("search")).join(" | ")})`);
+  check(search.status === 0 && search.stderr.includes("the largest load meeting every SLO is concurrency 4"), `pinbench run --search probes 1, 2, 4 (${search.stderr.trim().split("\n").filter((l) => l.includes("search")).join(" | ")})`);
   const page2 = await (await browser.newContext()).newPage();
   const errors2 = watchErrors(page2);
   await page2.goto(url);
@@ -64,7 +64,7 @@ try {
   await page2.getByTestId("open-file").setInputFiles(p("search.json"));
   const found = page2.getByTestId("search-found");
   await found.waitFor({ timeout: 20000 });
-  check((await found.textContent()).includes("the largest concurrency meeting every SLO is 4"), `the viewer says what the search found (${await found.textContent()})`);
+  check((await found.textContent()).includes("the largest load meeting every SLO is concurrency 4"), `the viewer says what the search found (${await found.textContent()})`);
   check(await page2.locator('[data-testid="search-probes"] tbody tr').count() === 3, "the viewer lists the three probes");
   const claim = page2.getByTestId("frontier-claim");
   await claim.fill("100M model, 64 input tokens and 16 output tokens, at 8 concurrent users: 2,100 tok/s per user");

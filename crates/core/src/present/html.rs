@@ -117,16 +117,17 @@ pub fn frontier_claim(cfg: &RunConfig, figures: &Summary, text: &str) -> String 
 /// An SLO search: its SLOs, its answer and every probe (load step `i` is probe `i`).
 fn search_section(out: &mut String, search: &crate::search::SearchRecord) {
     let slos: Vec<String> = search.plan.targets.iter().map(|t| t.to_string()).collect();
+    let d = search.plan.dimension;
     let _ = write!(
         out,
-        r#"<section class="search" data-testid="search" aria-label="SLO search"><p class="verdict verdict--ok" data-testid="search-found">SLO search ({}; concurrency {} to {}, resolution {}): {}</p><div class="table-scroll" tabindex="0" role="region" aria-label="Probes"><table data-testid="search-probes"><caption>Probes, in the order they ran (step i is probe i)</caption><thead><tr><th scope="col">probe</th><th scope="col">concurrency</th>"#,
+        r#"<section class="search" data-testid="search" aria-label="SLO search"><p class="verdict verdict--ok" data-testid="search-found">SLO search ({}; {} to {}, resolution {}): {}</p><div class="table-scroll" tabindex="0" role="region" aria-label="Probes"><table data-testid="search-probes"><caption>Probes, in the order they ran (step i is probe i)</caption><thead><tr><th scope="col">probe</th><th scope="col">load</th>"#,
         escape(&slos.join(", ")),
-        search.plan.min,
-        search.plan.max,
-        search.plan.resolution,
+        d.text(search.plan.min),
+        d.text(search.plan.max),
+        d.step_text(search.plan.resolution),
         match search.found {
-            Some(c) => format!("the largest concurrency meeting every SLO is {c}"),
-            None => format!("not even concurrency {} meets every SLO", search.plan.min),
+            Some(c) => format!("the largest load meeting every SLO is {}", d.text(c)),
+            None => format!("not even {} meets every SLO", d.text(search.plan.min)),
         }
     );
     for t in &slos {
@@ -134,7 +135,11 @@ fn search_section(out: &mut String, search: &crate::search::SearchRecord) {
     }
     out.push_str(r#"<th scope="col">met</th></tr></thead><tbody>"#);
     for (i, p) in search.probes.iter().enumerate() {
-        let _ = write!(out, r#"<tr><th scope="row">{i}</th><td>{}</td>"#, p.load);
+        let _ = write!(
+            out,
+            r#"<tr><th scope="row">{i}</th><td>{}</td>"#,
+            escape(&d.text(p.load))
+        );
         for v in &p.values_us {
             let _ = write!(
                 out,

@@ -1,5 +1,6 @@
-//! SLO search: the largest concurrency whose run meets every SLO (each a latency at a
-//! stated percentile of the measured window). Bracketing, then bisection: the first probe
+//! SLO search: the largest load — a concurrency (closed loop) or a request rate (open
+//! loop) — whose run meets every SLO (each a latency at a stated percentile of the
+//! measured window). Bracketing, then bisection: the first probe
 //! runs at the smallest load; while a probe meets the SLOs the next doubles (up to the
 //! largest); after the first miss the next probe halves the gap between the highest load
 //! that met them and the lowest that did not, until that gap is at most the resolution.
@@ -110,12 +111,58 @@ impl std::fmt::Display for SloTarget {
     }
 }
 
-/// What is searched: concurrencies from `min` to `max`, to within `resolution`, against
-/// every SLO of `targets`.
+/// The load a search varies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchDimension {
+    /// Closed loop: streams in flight.
+    Concurrency,
+    /// Open loop: arrivals per second, × 1000 (the pins' arrival process and in-flight cap
+    /// kept).
+    RateMilliRps,
+}
+
+impl SearchDimension {
+    /// A load of this dimension as people read it: `8` (concurrency) or `2.5 req/s`.
+    pub fn text(self, load: u32) -> String {
+        match self {
+            SearchDimension::Concurrency => format!("concurrency {load}"),
+            SearchDimension::RateMilliRps => {
+                format!("{} req/s", crate::pins::milli(u64::from(load)))
+            }
+        }
+    }
+
+    /// A difference of loads (a resolution): `2` (streams) or `0.5 req/s`.
+    pub fn step_text(self, delta: u32) -> String {
+        match self {
+            SearchDimension::Concurrency => delta.to_string(),
+            SearchDimension::RateMilliRps => self.text(delta),
+        }
+    }
+
+    /// The load of a step, in this dimension (`None`: a step of the other kind).
+    pub fn of(self, step: &crate::pins::LoadStep) -> Option<u32> {
+        match (self, *step) {
+            (SearchDimension::Concurrency, crate::pins::LoadStep::Closed { concurrency }) => {
+                Some(concurrency)
+            }
+            (SearchDimension::RateMilliRps, crate::pins::LoadStep::Open { rate_milli_rps, .. }) => {
+                u32::try_from(rate_milli_rps).ok()
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What is searched: loads of `dimension` from `min` to `max`, to within `resolution`,
+/// against every SLO of `targets`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchPlan {
-    /// The smallest concurrency (the first probe).
+    /// Concurrency or request rate.
+    pub dimension: SearchDimension,
+    /// The smallest load (the first probe).
     pub min: u32,
     /// The largest.
     pub max: u32,
@@ -130,7 +177,7 @@ pub struct SearchPlan {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Probe {
-    /// Concurrency.
+    /// The load, in the plan's dimension.
     pub load: u32,
     /// Each target's latency in the probe's measured window, µs (`None`: not measured).
     pub values_us: Vec<Option<u64>>,
@@ -146,7 +193,7 @@ pub struct SearchRecord {
     pub plan: SearchPlan,
     /// The probes, in the order they ran.
     pub probes: Vec<Probe>,
-    /// The largest concurrency that met every SLO (`None`: not even the smallest did).
+    /// The largest load that met every SLO (`None`: not even the smallest did).
     pub found: Option<u32>,
 }
 
@@ -283,7 +330,7 @@ pub fn check(record: &SearchRecord, figures: &Summary) -> Vec<(String, String, S
             ));
         }
         match figures.steps.get(i) {
-            Some(s) if s.load.max_concurrency() == p.load => {
+            Some(s) if record.plan.dimension.of(&s.load) == Some(p.load) => {
                 let fresh = judge(&record.plan, p.load, s);
                 if fresh != *p {
                     out.push((path.clone(), format!("{p:?}"), format!("{fresh:?}")));
@@ -324,6 +371,7 @@ mod tests {
 
     fn plan(min: u32, max: u32, resolution: u32) -> SearchPlan {
         SearchPlan {
+            dimension: SearchDimension::Concurrency,
             min,
             max,
             resolution,
