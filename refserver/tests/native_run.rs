@@ -342,30 +342,37 @@ fn watch_writes_a_signed_report_per_scheduled_run() {
     }
 }
 
+/// The pins of the SLO searches against a server of 4 sequences (`--max-num-seqs 4`),
+/// with `load` (the loop and its load): 128 output tokens, so a request holds its slot
+/// long enough that each request past the fourth waits tens of ms for one, against TTFTs
+/// of a few ms below the knee; 4 warm-up and 24 measured requests per probe.
+fn knee_pins(base: &str, load: &[(&str, &str)]) -> String {
+    Pins::reference()
+        .endpoint(base)
+        .with(&[
+            ("prompt_exactness", "server_tokenizer"),
+            ("stall_timeout_s", "30"),
+            ("phases", "colocated"),
+        ])
+        .with(load)
+        .lengths(64, 128)
+        .windows("4", "24", "0")
+        .share_json()
+        .expect("pins")
+}
+
 /// An SLO search (`pinbench run --search`) against a server that runs at most 4 sequences
-/// at once (`--max-num-seqs 4`; a fifth request waits for a slot, so its TTFT holds a
-/// slot to free): TTFT p99 ≤ 35 ms holds up to concurrency 4 and breaks past it. The search finds 4 to within its resolution of 1, the report's load steps are its
-/// probes in order, and verification judges the probes again from the records.
+/// at once (`--max-num-seqs 4`; a fifth request waits for a slot to free): TTFT p99 ≤
+/// 35 ms holds up to concurrency 4 and breaks past it. The search finds 4 to within its
+/// resolution of 1, the report's load steps are its probes in order, and verification
+/// judges the probes again from the records.
 #[test]
 fn an_slo_search_finds_the_servers_knee() {
     let _turn = HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = Tmp::new("search");
     let server = Server::start(&["--max-num-seqs", "4"]);
     let base = format!("http://127.0.0.1:{}", server.port);
-    // 128 output tokens: a request holds its slot long enough that each request past
-    // the fourth waits tens of ms for one, against TTFTs of a few ms below the knee.
-    let search_pins = Pins::reference()
-        .endpoint(&base)
-        .with(&[
-            ("prompt_exactness", "server_tokenizer"),
-            ("stall_timeout_s", "30"),
-            ("phases", "colocated"),
-        ])
-        .lengths(64, 128)
-        .concurrency(1)
-        .windows("4", "24", "0")
-        .share_json()
-        .expect("pins");
+    let search_pins = knee_pins(&base, &[("concurrency", "1")]);
     let report = run(
         &tmp,
         &search_pins,
@@ -433,21 +440,15 @@ fn an_slo_search_by_rate_probes_open_loop_steps() {
     let tmp = Tmp::new("search-rate");
     let server = Server::start(&["--max-num-seqs", "4"]);
     let base = format!("http://127.0.0.1:{}", server.port);
-    let pins = Pins::reference()
-        .endpoint(&base)
-        .with(&[
-            ("prompt_exactness", "server_tokenizer"),
-            ("stall_timeout_s", "30"),
-            ("phases", "colocated"),
+    let pins = knee_pins(
+        &base,
+        &[
             ("load_mode", "open"),
             ("rate_rps", "1"),
             ("arrival", "poisson"),
             ("in_flight_cap", "64"),
-        ])
-        .lengths(64, 128)
-        .windows("4", "24", "0")
-        .share_json()
-        .expect("pins");
+        ],
+    );
     let report = run(
         &tmp,
         &pins,
