@@ -119,6 +119,9 @@ node tests/e2e/cli_keeps.mjs
 step "end to end: pinbench watch writes a report per scheduled run; the tab opens the folder and draws them over time"
 node tests/e2e/watch.mjs dist
 
+step "end to end in the tab: an SLO search finds the reference server's knee (max_num_seqs 4) and its report verifies natively"
+node tests/e2e/search.mjs dist
+
 step "end to end: the bundle from a sub-path, the card embedded in another origin"
 node tests/e2e/subpath.mjs dist
 

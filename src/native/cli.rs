@@ -704,15 +704,8 @@ pub struct NativeRun {
     pub records: Vec<RequestRecord>,
     /// The loop's environment.
     pub env: ClientEnv,
-}
-
-/// The environment of several runs of one report: the worst event-loop lag of them.
-fn worse_env(a: ClientEnv, b: ClientEnv) -> ClientEnv {
-    ClientEnv {
-        event_loop_lag_p99_us: a.event_loop_lag_p99_us.max(b.event_loop_lag_p99_us),
-        event_loop_lag_max_us: a.event_loop_lag_max_us.max(b.event_loop_lag_max_us),
-        ..a
-    }
+    /// An SLO search's probes and answer, when the run was one.
+    pub search: Option<crate::core::search::SearchRecord>,
 }
 
 /// Runs the session over the native network until it finishes (or Ctrl-C stops it).
@@ -727,7 +720,7 @@ async fn drive(
     clock: Clock,
     quiet: bool,
     (api_key, extra_headers): (Option<ApiKey>, Vec<(String, String)>),
-    mut ckpt: Checkpointer,
+    (mut ckpt, search): (Checkpointer, Option<crate::core::search::SearchPlan>),
 ) -> Result<NativeRun, CliError> {
     let mut session = RunSession::new(
         cfg,
@@ -752,6 +745,9 @@ async fn drive(
             "the pins replay a trace that is not at hand (a file: pass it with --trace FILE)"
                 .into(),
         ));
+    }
+    if let Some(plan) = search {
+        session.set_search(plan).map_err(CliError::Pins)?;
     }
     session.set_credentials(api_key, &extra_headers);
     let protocol = net.protocol();
@@ -857,6 +853,24 @@ async fn drive(
         }
     }
     ckpt.append(session.records(), &wire, u64::MAX)?;
+    let search = session.search();
+    if let Some(s) = &search {
+        eprintln!(
+            "pinbench search: {}",
+            match s.found {
+                Some(c) => format!(
+                    "the largest load meeting every SLO is {} ({} probes, resolution {})",
+                    s.plan.dimension.text(c),
+                    s.probes.len(),
+                    s.plan.dimension.step_text(s.plan.resolution)
+                ),
+                None => format!(
+                    "not even {} meets every SLO",
+                    s.plan.dimension.text(s.plan.min)
+                ),
+            }
+        );
+    }
     let mut records = session.finish(clock.now_us());
     for r in &mut records {
         if let Some((p, w)) = wire.remove(&r.index) {
@@ -875,6 +889,7 @@ async fn drive(
             host: Some(RunHost::Native),
             clock_epoch_us: Some(clock.epoch_us()),
         },
+        search,
     })
 }
 
@@ -932,7 +947,13 @@ struct Checkpointer {
 }
 
 impl Checkpointer {
-    fn create(path: &Path, created: &str, cfg: &RunConfig, clock: Clock) -> Result<Self, CliError> {
+    fn create(
+        path: &Path,
+        created: &str,
+        cfg: &RunConfig,
+        clock: Clock,
+        search: Option<crate::core::search::SearchPlan>,
+    ) -> Result<Self, CliError> {
         let err = |e: std::io::Error| {
             CliError::Report(format!(
                 "could not write the checkpoint {}: {e}",
@@ -953,6 +974,7 @@ impl Checkpointer {
             planned: None,
             records: Vec::new(),
             dropped: 0,
+            search,
         };
         let line = serde_json::to_string(&head).map_err(|e| CliError::Report(e.to_string()))?;
         // A second's records fit in the buffer: one write a second, at the flush.
@@ -1140,25 +1162,6 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     };
     let slo = Slo::from_ms_fields(&a.slo_ttft_ms, &a.slo_tpot_ms, &a.slo_e2e_ms)
         .map_err(CliError::Usage)?;
-    // A search's answer comes with its goodput: unless goodput SLOs are given, each
-    // request is held to the search's limits (the tightest per latency).
-    let slo = match (slo, a.search.is_empty()) {
-        (None, false) => {
-            let limit = |m: crate::core::search::SloMetric| {
-                a.search
-                    .iter()
-                    .filter(|t| t.metric == m)
-                    .map(|t| t.limit_us)
-                    .min()
-            };
-            Some(Slo {
-                ttft_us: limit(crate::core::search::SloMetric::Ttft),
-                tpot_us: limit(crate::core::search::SloMetric::Tpot),
-                e2e_us: limit(crate::core::search::SloMetric::E2e),
-            })
-        }
-        (slo, _) => slo,
-    };
     let host = a.net.host();
     let mut probes: Vec<ProbeSnapshot> = Vec::new();
     let open = lifecycle::open_probe_fields(&raw);
@@ -1202,56 +1205,25 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         std::thread::sleep(Duration::from_millis(at.saturating_sub(unix_ms_now())));
     }
     let created = iso8601(unix_ms_now());
-    let mut search = match a.search.is_empty() {
+    // An SLO search: its plan checked against the pins; its answer comes with its
+    // goodput (unless goodput SLOs are given, each request held to the search's limits).
+    let search = match a.search.is_empty() {
         true => None,
-        false => {
-            use crate::core::search::SearchDimension;
-            let dimension = match cfg.load.value.steps.first() {
-                _ if cfg.trace.is_some() => None,
-                Some(crate::core::pins::LoadStep::Closed { .. }) => {
-                    Some(SearchDimension::Concurrency)
-                }
-                Some(crate::core::pins::LoadStep::Open { .. }) => {
-                    Some(SearchDimension::RateMilliRps)
-                }
-                None => None,
-            }
-            .ok_or_else(|| {
-                CliError::Usage(
-                    "an SLO search varies a closed loop's concurrency or an open loop's rate: not a replay".into(),
-                )
-            })?;
-            let load = |name: &str, t: &str| -> Result<u32, CliError> {
-                let v = match dimension {
-                    SearchDimension::Concurrency => t.trim().parse::<u32>().ok(),
-                    SearchDimension::RateMilliRps => {
-                        crate::core::decimal::parse_milli(t).and_then(|v| u32::try_from(v).ok())
-                    }
-                };
-                v.ok_or_else(|| {
-                    CliError::Usage(format!(
-                        "--search-{name} {t:?}: expected {}",
-                        match dimension {
-                            SearchDimension::Concurrency => "a whole number of streams",
-                            SearchDimension::RateMilliRps => "req/s (at most 3 decimals)",
-                        }
-                    ))
-                })
-            };
-            Some(
-                crate::core::search::Search::new(crate::core::search::SearchPlan {
-                    dimension,
-                    min: load("min", &a.search_min)?,
-                    max: load("max", &a.search_max)?,
-                    resolution: load("resolution", &a.search_resolution)?,
-                    targets: a.search.clone(),
-                })
-                .map_err(|e| CliError::Usage(e.to_string()))?,
+        false => Some(
+            crate::core::search::SearchPlan::from_text(
+                &cfg,
+                a.search.clone(),
+                (&a.search_min, &a.search_max, &a.search_resolution),
             )
-        }
+            .map_err(CliError::Usage)?,
+        ),
     };
-    let mut cfg = cfg;
-    let (run, probe_checkpoints) = block_on(async {
+    let slo = slo.or_else(|| {
+        search
+            .as_ref()
+            .map(crate::core::search::SearchPlan::goodput_slo)
+    });
+    let run = block_on(async {
         let calibration = lifecycle::calibrate(&host, &cfg).await?;
         let lengths = match &dataset {
             Some(d) => Some(lifecycle::dataset_lengths(&host, &cfg, d).await?),
@@ -1264,114 +1236,20 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
             cfg.endpoint.dialect.path(&cfg.model.id.value)
         );
         let extra: Vec<(String, String)> = a.net.header.iter().cloned().collect();
-        // One run of `cfg` (checkpointed to `path`) on fresh connections.
-        let once = |cfg: RunConfig, path: PathBuf| {
-            let (url, extra, api_key) = (url.clone(), extra.clone(), api_key.clone());
-            let (calibration, lengths, trace, created) = (
-                calibration.clone(),
-                lengths.clone(),
-                trace.clone(),
-                created.clone(),
-            );
-            async move {
-                let ckpt = Checkpointer::create(&path, &created, &cfg, clock)?;
-                let (net, rx) =
-                    NativeNet::open(&url, a.net.ca_cert.as_deref(), a.net.header.clone(), clock)
-                        .await?;
-                drive(
-                    cfg,
-                    (calibration, trace.as_ref(), lengths.as_ref()),
-                    (net, rx),
-                    clock,
-                    a.quiet,
-                    (api_key, extra),
-                    ckpt,
-                )
-                .await
-            }
-        };
-        let Some(search) = search.as_mut() else {
-            return Ok::<_, CliError>((once(cfg.clone(), checkpoint.clone()).await?, Vec::new()));
-        };
-        // An SLO search: each probe one step, its records renumbered into the whole.
-        let (mut records, mut env, mut steps, mut paths) =
-            (Vec::new(), None, Vec::new(), Vec::new());
-        let dimension = search.plan().dimension;
-        while let Some(load) = search.next_load() {
-            let k = steps.len();
-            let step = match cfg.load.value.steps.first() {
-                Some(&crate::core::pins::LoadStep::Open {
-                    arrival,
-                    in_flight_cap,
-                    ..
-                }) => crate::core::pins::LoadStep::Open {
-                    rate_milli_rps: u64::from(load),
-                    arrival,
-                    in_flight_cap,
-                },
-                _ => crate::core::pins::LoadStep::Closed { concurrency: load },
-            };
-            let mut probe_cfg = cfg.clone();
-            probe_cfg.load.value.steps = vec![step];
-            let mut path = checkpoint.clone().into_os_string();
-            path.push(format!(".probe-{k}"));
-            let path = PathBuf::from(path);
-            let r = once(probe_cfg.clone(), path.clone()).await?;
-            paths.push(path);
-            let figures = crate::core::metrics::summarize(
-                &r.records,
-                &crate::core::metrics::MetricsPlan::from_config(&probe_cfg, None),
-            )
-            .map_err(|e| CliError::Report(e.to_string()))?;
-            let met = figures
-                .steps
-                .first()
-                .is_some_and(|s| search.record(load, s));
-            eprintln!(
-                "pinbench search: probe {} at {}: {}",
-                k + 1,
-                dimension.text(load),
-                if met { "meets every SLO" } else { "misses" }
-            );
-            let offset = u32::try_from(records.len()).unwrap_or(u32::MAX);
-            records.extend(r.records.into_iter().map(|mut rec| {
-                rec.step = u32::try_from(k).unwrap_or(u32::MAX);
-                rec.index = rec.index.saturating_add(offset);
-                rec
-            }));
-            env = Some(match env {
-                None => r.env,
-                Some(e) => worse_env(e, r.env),
-            });
-            steps.push(step);
-        }
-        cfg.load.value.steps = steps;
-        Ok((
-            NativeRun {
-                records,
-                env: env.ok_or_else(|| CliError::Report("the search ran no probe".into()))?,
-            },
-            paths,
-        ))
+        let ckpt = Checkpointer::create(&checkpoint, &created, &cfg, clock, search.clone())?;
+        let (net, rx) =
+            NativeNet::open(&url, a.net.ca_cert.as_deref(), a.net.header.clone(), clock).await?;
+        drive(
+            cfg.clone(),
+            (calibration, trace.as_ref(), lengths.as_ref()),
+            (net, rx),
+            clock,
+            a.quiet,
+            (api_key, extra),
+            (ckpt, search),
+        )
+        .await
     })??;
-    let search = search.map(crate::core::search::Search::finish);
-    if let Some(s) = &search {
-        eprintln!(
-            "pinbench search: {}",
-            match s.found {
-                Some(c) => format!(
-                    "the largest load meeting every SLO is {} ({} probes, resolution {})",
-                    s.plan.dimension.text(c),
-                    s.probes.len(),
-                    s.plan.dimension.step_text(s.plan.resolution)
-                ),
-                None => format!(
-                    "not even {} meets every SLO",
-                    s.plan.dimension.text(s.plan.min)
-                ),
-            }
-        );
-    }
     let finished = lifecycle::Finished {
         created,
         cfg,
@@ -1379,7 +1257,7 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
         probes,
         env: run.env,
         records: run.records,
-        search,
+        search: run.search,
     };
     let report = block_on(lifecycle::finish(finished, &key))?
         .map_err(|e| CliError::Report(e.to_string()))?
@@ -1392,9 +1270,6 @@ pub fn run(a: &RunArgs) -> Result<(), CliError> {
     write_report(&a.out, &text, a.force)?;
     // The report holds every record: the checkpoints have done their work.
     let _ = std::fs::remove_file(&checkpoint);
-    for p in probe_checkpoints {
-        let _ = std::fs::remove_file(p);
-    }
     eprintln!(
         "pinbench: wrote {} (signed by {}){}",
         a.out.display(),

@@ -58,6 +58,9 @@ pub struct RunRequest {
     /// The checkpoint the run's worker writes its completed records to (the page's key
     /// of the run); `None`: the records are not stored while the run goes.
     pub checkpoint_key: Option<String>,
+    /// An SLO search's plan, when the run is one (checked on the page against the pins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::core::search::SearchPlan>,
 }
 
 /// What a finished run hands back.
@@ -68,6 +71,9 @@ pub struct RunResult {
     pub records: Vec<RequestRecord>,
     /// The measuring loop's environment (its own timer resolution and lag).
     pub env: ClientEnv,
+    /// An SLO search's probes and answer, when the run was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::core::search::SearchRecord>,
 }
 
 /// A callback that receives the records completed since its last call, as the JSON text
@@ -373,6 +379,7 @@ fn finish(st: &Rc<RefCell<State>>) {
         ..session.progress()
     });
     let url = session.url().to_owned();
+    let search = session.search();
     let mut records = session.finish(now);
     wasm_bindgen_futures::spawn_local(async move {
         // Resource Timing entries appear when responses complete; give the last a moment.
@@ -381,7 +388,11 @@ fn finish(st: &Rc<RefCell<State>>) {
         }))
         .await;
         web::fetch::attach_resource_timing(&mut records, &url);
-        (sink.done)(RunResult { records, env });
+        (sink.done)(RunResult {
+            records,
+            env,
+            search,
+        });
     });
 }
 
@@ -408,6 +419,11 @@ impl BrowserHost {
         // the run with nothing to send, which its report shows.
         if let Some(d) = &req.dataset {
             let _ = session.set_dataset(d);
+        }
+        // Checked against the pins on the page: a plan refused here would leave a plain
+        // run of the pinned load, which its report shows (no search in it).
+        if let Some(plan) = req.search {
+            let _ = session.set_search(plan);
         }
         let extra: Vec<(String, String)> = req.extra_header.iter().cloned().collect();
         session.set_credentials(req.api_key, &extra);

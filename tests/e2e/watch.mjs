@@ -86,4 +86,4 @@ try {
   web.close();
   fs.rmSync(dir, { recursive: true, force: true });
 }
-finish();
+finish("watch");

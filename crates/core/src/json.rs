@@ -117,6 +117,27 @@ pub fn write_canonical_str(out: &mut Vec<u8>, s: &str) {
 /// and counts, since JavaScript and RFC 8785 would round them.
 pub const MAX_JSON_INTEGER: u64 = (1 << 53) - 1;
 
+/// Why a tagged value (a pin, an outcome) was refused: an unknown kind, or members that are not exactly
+/// its kind's (`kinds`: each kind with its members).
+pub fn kind_error(what: &str, kind: &str, kinds: &[(&str, &[&str])]) -> String {
+    let quoted = |xs: &mut dyn Iterator<Item = &str>| {
+        xs.map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")
+    };
+    match kinds.iter().find(|(k, _)| *k == kind) {
+        Some((_, [])) => {
+            format!("{what} of kind `{kind}` has no other member")
+        }
+        Some((_, members)) => format!(
+            "{what} of kind `{kind}` has exactly the members {}",
+            quoted(&mut members.iter().copied())
+        ),
+        None => format!(
+            "unknown kind `{kind}` of {what}, expected one of {}",
+            quoted(&mut kinds.iter().map(|(k, _)| *k))
+        ),
+    }
+}
+
 #[cfg(test)]
 mod near_tests {
     use super::near;

@@ -163,6 +163,32 @@ pub fn RunPage() -> impl IntoView {
             Ok(s) => s,
             Err(e) => return run_error.set(e),
         };
+        // The SLO search's fields (no SLO: no search).
+        let search =
+            match crate::core::search::parse_targets(&field_text("search-slos")).and_then(|v| {
+                match v.is_empty() {
+                    true => Ok(None),
+                    false => crate::core::search::SearchPlan::from_text(
+                        &cfg,
+                        v,
+                        (
+                            &field_text("search-min"),
+                            &field_text("search-max"),
+                            &field_text("search-resolution"),
+                        ),
+                    )
+                    .map(Some),
+                }
+            }) {
+                Ok(s) => s,
+                Err(e) => return run_error.set(format!("SLO search: {e}")),
+            };
+        // A search's answer comes with its goodput: without goodput SLOs, its own limits.
+        let slo = slo.or_else(|| {
+            search
+                .as_ref()
+                .map(crate::core::search::SearchPlan::goodput_slo)
+        });
         // A trace file's rows come from the file opened here, if it is the pinned one.
         let file_text = match cfg.trace.as_ref().filter(|t| !t.value.builtin) {
             Some(t) if trace_file.0.with_untracked(|sha| *sha == t.value.sha256) => {
@@ -249,7 +275,7 @@ pub fn RunPage() -> impl IntoView {
                     return run_error.set(e);
                 }
             };
-            let ctx = RunContext::new(created, cfg.clone(), slo, snapshots);
+            let ctx = RunContext::new(created, cfg.clone(), slo, snapshots, search.clone());
             let req = RunRequest {
                 cfg,
                 calibration,
@@ -259,6 +285,7 @@ pub fn RunPage() -> impl IntoView {
                 trace,
                 dataset,
                 checkpoint_key: Some(ctx.key().to_owned()),
+                search,
             };
             let sinks = RunSinks {
                 ctx: ctx.clone(),
@@ -603,6 +630,7 @@ pub fn RunPage() -> impl IntoView {
                             <label>"E2E ≤ " <input class="field__input field__input--short" data-testid="slo-e2e" aria-label="SLO: E2E latency, ms" inputmode="decimal" prop:value=move || slo_fields.get().2 on:input=move |ev| slo_fields.update(|f| f.2 = event_target_value(&ev)) /> " ms"</label>
                         </div>
                     </fieldset>
+                    {search_fieldset()}
                     {move || form.with(|f| f.load_mode.text.trim() == "replay").then(|| file_fieldset(
                         ("Trace file (read here, never uploaded)", "trace-file", "Trace file to replay"),
                         trace_msg,
@@ -700,6 +728,35 @@ async fn builtin_trace_text(t: &crate::core::pins::TraceRef) -> Result<String, S
         ));
     }
     Ok(text)
+}
+
+/// The SLO search's fieldset: the SLOs and the loads to search, in the load's unit
+/// (streams for a closed loop, req/s for an open one). Its inputs are read at Start
+/// ([`field_text`]).
+fn search_fieldset() -> impl IntoView {
+    view! {
+        <fieldset class="pin-section run__more" data-testid="section-search">
+            <legend class="pin-section__legend"><span class="pin-section__title">"SLO search"</span><span class="badge badge--optional">"optional"</span></legend>
+            <p class="pin-section__why">"The largest load (a closed loop's concurrency, an open loop's req/s) that meets every SLO: each probe a full run at one load with its own warm-up, doubling from the smallest while the SLOs hold, then halving the gap to the resolution. The report keeps every probe."</p>
+            <label>"SLOs " <input class="field__input" id="search-slos" data-testid="search-slos" aria-label="SLO search: SLOs" placeholder="ttft:p99<=500ms, tpot:p99<=50ms" /></label>
+            <div class="run__slo">
+                <label>"from " <input class="field__input field__input--short" id="search-min" data-testid="search-min" aria-label="SLO search: smallest load" inputmode="decimal" value="1" /></label>
+                <label>" to " <input class="field__input field__input--short" id="search-max" data-testid="search-max" aria-label="SLO search: largest load" inputmode="decimal" value="64" /></label>
+                <label>" within " <input class="field__input field__input--short" id="search-resolution" data-testid="search-resolution" aria-label="SLO search: resolution" inputmode="decimal" value="1" /></label>
+            </div>
+        </fieldset>
+    }
+}
+
+/// The text of the input with this id (empty when there is none).
+fn field_text(id: &str) -> String {
+    use wasm_bindgen::JsCast;
+    web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(id))
+        .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok())
+        .map(|i| i.value())
+        .unwrap_or_default()
 }
 
 /// A fieldset holding a file input (`title`, its test id and label) and the line `msg`

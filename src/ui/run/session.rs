@@ -48,6 +48,8 @@ pub struct RunContext {
     cfg: RunConfig,
     slo: Option<Slo>,
     probes: Vec<ProbeSnapshot>,
+    /// An SLO search's plan, when the run is one (its checkpoint rebuilds the probes).
+    search: Option<crate::core::search::SearchPlan>,
     key: String,
     /// Parts of the records written so far, and parts that did not fit in storage.
     parts: std::cell::Cell<(u32, u32)>,
@@ -66,6 +68,7 @@ impl RunContext {
         cfg: RunConfig,
         slo: Option<Slo>,
         probes: Vec<ProbeSnapshot>,
+        search: Option<crate::core::search::SearchPlan>,
     ) -> Rc<Self> {
         // The caller checked the generator when it drew the run's seed.
         let id: String = web::random_seed().unwrap_or_default()[..8]
@@ -86,6 +89,7 @@ impl RunContext {
                 cfg,
                 slo,
                 probes,
+                search,
                 key,
                 parts: std::cell::Cell::new((0, 0)),
                 progress_shown_us: std::cell::Cell::new(0),
@@ -141,6 +145,7 @@ impl RunContext {
             planned: None,
             records: Vec::new(),
             dropped: self.parts.get().1,
+            search: self.search.clone(),
         };
         spawn_local(async move {
             let _ = save_checkpoint(&key, head).await;
@@ -273,7 +278,7 @@ impl RunSinks {
             probes: ctx.probes.clone(),
             env: result.env,
             records: result.records.clone(),
-            search: None,
+            search: result.search.clone(),
         };
         // Signing may wait on WebCrypto: the rest happens when it answers.
         let me = self.clone();

@@ -94,9 +94,17 @@ impl TokenCounts {
     }
 }
 
-/// How a request ended.
+/// How a request ended. Written as `{"kind": …}` with the kind's own fields; read
+/// through [`OutcomeFields`] (serde's internally tagged reader buffers every field of
+/// every record and cost each wasm bundle 16 KB), with the same rule: exactly the kind's
+/// fields.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    deny_unknown_fields,
+    try_from = "OutcomeFields"
+)]
 pub enum Outcome {
     /// Completed normally.
     Ok {},
@@ -128,6 +136,53 @@ pub enum Outcome {
     Truncated {},
     /// The server replied without streaming (not `text/event-stream`).
     NotStreaming {},
+}
+
+/// An outcome as written: its kind and every field any kind has.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutcomeFields {
+    kind: String,
+    #[serde(default)]
+    status: Option<u16>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    timeout_us: Option<u64>,
+}
+
+impl TryFrom<OutcomeFields> for Outcome {
+    type Error = String;
+
+    fn try_from(f: OutcomeFields) -> Result<Self, String> {
+        let (kind, status, message, timeout) = (f.kind.as_str(), f.status, f.message, f.timeout_us);
+        Ok(match (kind, status, message, timeout) {
+            ("ok", None, None, None) => Outcome::Ok {},
+            ("http", Some(status), Some(message), None) => Outcome::Http { status, message },
+            ("network", None, Some(message), None) => Outcome::Network { message },
+            ("stream_error", None, Some(message), None) => Outcome::StreamError { message },
+            ("stalled", None, None, Some(timeout_us)) => Outcome::Stalled { timeout_us },
+            ("aborted", None, None, None) => Outcome::Aborted {},
+            ("truncated", None, None, None) => Outcome::Truncated {},
+            ("not_streaming", None, None, None) => Outcome::NotStreaming {},
+            _ => {
+                return Err(crate::json::kind_error(
+                    "an outcome",
+                    kind,
+                    &[
+                        ("ok", &[]),
+                        ("http", &["status", "message"]),
+                        ("network", &["message"]),
+                        ("stream_error", &["message"]),
+                        ("stalled", &["timeout_us"]),
+                        ("aborted", &[]),
+                        ("truncated", &[]),
+                        ("not_streaming", &[]),
+                    ],
+                ))
+            }
+        })
+    }
 }
 
 impl Outcome {
@@ -1268,7 +1323,16 @@ mod tests {
             let text = serde_json::to_string(&o).expect("ser");
             assert_eq!(serde_json::from_str::<Outcome>(&text).expect(&text), o);
         }
-        assert!(serde_json::from_str::<Outcome>(r#"{"kind":"ok","status":1}"#).is_err());
+        for bad in [
+            r#"{"kind":"ok","status":1}"#,
+            r#"{"kind":"http","status":500}"#,
+            r#"{"kind":"stalled","timeout_us":1,"message":"x"}"#,
+            r#"{"kind":"network","message":"x","extra":1}"#,
+            r#"{"kind":"teapot"}"#,
+            r#"{"status":500,"message":"x"}"#,
+        ] {
+            assert!(serde_json::from_str::<Outcome>(bad).is_err(), "{bad}");
+        }
     }
     use proptest::prelude::*;
 

@@ -125,9 +125,18 @@ fn search_section(out: &mut String, search: &crate::search::SearchRecord) {
         d.text(search.plan.min),
         d.text(search.plan.max),
         d.step_text(search.plan.resolution),
-        match search.found {
-            Some(c) => format!("the largest load meeting every SLO is {}", d.text(c)),
-            None => format!("not even {} meets every SLO", d.text(search.plan.min)),
+        match (search.found, search.ended_early) {
+            (Some(c), false) => format!("the largest load meeting every SLO is {}", d.text(c)),
+            (None, false) => format!("not even {} meets every SLO", d.text(search.plan.min)),
+            (Some(c), true) => format!(
+                "stopped before the search ended; the largest load that met every SLO among the {} probes run is {}",
+                search.probes.len(),
+                d.text(c)
+            ),
+            (None, true) => format!(
+                "stopped before the search ended; none of the {} probes run met every SLO",
+                search.probes.len()
+            ),
         }
     );
     for t in &slos {

@@ -646,8 +646,19 @@ pub struct Finished {
 /// The end of every run, on every host: the report built from the records (figures,
 /// client verdict by the host's limits, this endpoint's probe evidence), then signed
 /// with a fresh card of its figures.
-pub async fn finish(run: Finished, signer: &impl Signer) -> Result<FiguredReport, LifecycleError> {
+pub async fn finish(
+    mut run: Finished,
+    signer: &impl Signer,
+) -> Result<FiguredReport, LifecycleError> {
     let probes = snapshots_for(&run.probes, &run.cfg.endpoint.base_url);
+    // A search's load steps are its probes, the pinned step's kind kept.
+    if let (Some(s), Some(&base)) = (&run.search, run.cfg.load.value.steps.first()) {
+        run.cfg.load.value.steps = s
+            .probes
+            .iter()
+            .map(|p| crate::search::probe_step(base, p.load))
+            .collect();
+    }
     let (mut body, figures) =
         ReportBody::build_figured(run.created, run.cfg, run.slo, probes, run.env, run.records)
             .map_err(built)?;

@@ -248,6 +248,8 @@ pub struct RunSession {
     progress: Progress,
     /// TTFT and TPOT of completed requests, for the live quantiles.
     live: (Hist, Hist),
+    /// An SLO search under way ([`Self::set_search`]) and the pinned step its probes vary.
+    search: Option<(crate::search::Search, crate::pins::LoadStep)>,
     stopped: bool,
     finished: bool,
 }
@@ -299,6 +301,7 @@ impl RunSession {
             records: Vec::new(),
             phases: Vec::new(),
             live: (Hist::new(), Hist::new()),
+            search: None,
             progress: Progress {
                 step: (0, steps),
                 started_us: now_us,
@@ -307,6 +310,85 @@ impl RunSession {
             },
             stopped: false,
             finished: steps == 0,
+        }
+    }
+
+    /// Makes the run an SLO search (before the first poll): its load steps become probes,
+    /// the first at the plan's smallest load; when a probe's step ends it is judged from
+    /// its records and the rule picks the next load ([`crate::search`]), until the search
+    /// is over. The pinned step's kind is kept (an open loop's arrivals and cap too).
+    pub fn set_search(&mut self, plan: crate::search::SearchPlan) -> Result<(), String> {
+        let base = match (
+            crate::search::SearchDimension::for_config(&self.cfg),
+            self.cfg.load.value.steps.first(),
+        ) {
+            (Some(d), Some(&base)) if d == plan.dimension => base,
+            _ => {
+                return Err(
+                    "an SLO search varies a closed loop's concurrency or an open loop's rate (not a replay), as its plan says"
+                        .into(),
+                )
+            }
+        };
+        let search = crate::search::Search::new(plan).map_err(|e| e.to_string())?;
+        let first = search.next_load().ok_or("the search has no first load")?;
+        self.cfg.load.value.steps = vec![crate::search::probe_step(base, first)];
+        self.progress.step = (0, 1);
+        self.search = Some((search, base));
+        Ok(())
+    }
+
+    /// The search so far (its probes judged, its answer among them), when the run is one.
+    /// A step cut short (the run was stopped) is judged on the records it holds.
+    pub fn search(&self) -> Option<crate::search::SearchRecord> {
+        let (s, _) = self.search.as_ref()?;
+        let mut s = s.clone();
+        let dimension = s.plan().dimension;
+        for k in s.probes()..self.cfg.load.value.steps.len() {
+            let load = self
+                .cfg
+                .load
+                .value
+                .steps
+                .get(k)
+                .and_then(|l| dimension.of(l));
+            match (
+                load,
+                crate::search::step_figures(&self.cfg, k, &self.records),
+            ) {
+                (Some(load), Some(f)) => {
+                    s.record(load, &f);
+                }
+                _ => break,
+            }
+        }
+        Some(s.finish())
+    }
+
+    /// A search's step `k` ended: judges its probe and adds the next, if the rule asks
+    /// for one. A step without records ends the search (its rule would ask for it again).
+    fn judge_probe(&mut self, k: usize) {
+        let Some((search, base)) = self.search.as_mut() else {
+            return;
+        };
+        let dimension = search.plan().dimension;
+        let Some(load) = self
+            .cfg
+            .load
+            .value
+            .steps
+            .get(k)
+            .and_then(|s| dimension.of(s))
+        else {
+            return;
+        };
+        let Some(figures) = crate::search::step_figures(&self.cfg, k, &self.records) else {
+            return;
+        };
+        search.record(load, &figures);
+        if let Some(next) = search.next_load() {
+            let step = crate::search::probe_step(*base, next);
+            self.cfg.load.value.steps.push(step);
         }
     }
 
@@ -516,6 +598,7 @@ impl RunSession {
                     }
                     self.convs.clear();
                     self.sched = None;
+                    self.judge_probe(self.step);
                     self.step += 1;
                     if self.step >= self.cfg.load.value.steps.len() {
                         self.finished = true;

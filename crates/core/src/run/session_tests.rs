@@ -68,6 +68,9 @@ struct SimNet {
     /// How long after the session's stamp the host hands a request to the network (the
     /// time it takes to build it), µs.
     handover_us: u64,
+    /// A server with this many slots: when each frees, µs (`None`: unlimited). A request
+    /// sent while every slot is busy waits, first come first served, for the first free.
+    slots: Option<Vec<u64>>,
 }
 
 impl SimNet {
@@ -89,6 +92,7 @@ impl SimNet {
             live_after_poll: Vec::new(),
             last_progress: None,
             handover_us: 0,
+            slots: None,
         }
     }
 
@@ -110,7 +114,23 @@ impl Transport for SimNet {
         self.prompt_words
             .insert(req.id, prompt.split_whitespace().count() as u64);
         self.prompts.insert(req.id, prompt.to_owned());
-        let t = self.now + self.handover_us;
+        let sent = self.now + self.handover_us;
+        // With slots, the request starts when the first slot frees.
+        let t = match self.slots.as_mut() {
+            Some(slots) => {
+                let (i, free) = slots
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .min_by_key(|&(_, f)| f)
+                    .expect("a slot");
+                let start = free.max(sent);
+                slots[i] =
+                    start + self.ttft_us + u64::from(n.saturating_sub(1)) * self.tpot_us + 200;
+                start
+            }
+            None => sent,
+        };
         self.at(t + self.ttft_us / 2, Ev::Headers(req.id));
         let stop = self.stall_after.get(&req.id).copied().unwrap_or(n).min(n);
         for i in 0..stop {
@@ -124,7 +144,7 @@ impl Transport for SimNet {
             self.at(last + 100, Ev::Final(req.id));
             self.at(last + 200, Ev::End(req.id));
         }
-        (self.handover_us > 0).then_some(t)
+        (self.handover_us > 0).then_some(sent)
     }
 
     fn abort(&mut self, id: u32) {
@@ -141,9 +161,19 @@ fn sse(json: serde_json::Value) -> Vec<u8> {
 
 /// Runs the session to the end (or stops it at `stop_at`); returns the records.
 fn drive(
+    s: RunSession,
+    net: &mut SimNet,
+    stop_at: Option<u64>,
+) -> (Vec<RequestRecord>, Vec<(u32, Phase)>) {
+    drive_seeing(s, net, stop_at, |_| {})
+}
+
+/// [`drive`], showing the session to `last` before its records are taken.
+fn drive_seeing(
     mut s: RunSession,
     net: &mut SimNet,
     stop_at: Option<u64>,
+    last: impl FnOnce(&RunSession),
 ) -> (Vec<RequestRecord>, Vec<(u32, Phase)>) {
     let mut wake = s.poll(net.now, net);
     net.live_after_poll.push((net.now, net.live.len()));
@@ -227,6 +257,7 @@ fn drive(
     assert_eq!(wake, Wake::Finished, "the run ends");
     let phases = s.dispatch_phases().to_vec();
     net.last_progress = Some(s.progress());
+    last(&s);
     let now = net.now;
     (s.finish(now), phases)
 }
@@ -506,6 +537,156 @@ fn a_sweep_runs_its_steps_in_order() {
     };
     assert_eq!(max_live(0, a_end), 1);
     assert_eq!(max_live(b_start, u64::MAX), 4);
+}
+
+/// An SLO search in the session, against a server of 4 slots (a fifth request waits for
+/// a whole answer): TTFT p99 ≤ 30 ms holds up to concurrency 4. The probes run 1, 2, 4,
+/// 8, 6, 5 (doubling, then bisecting to resolution 1), each a step of its own; the answer
+/// is 4; the report's figures judge every probe the same; the same probes are rebuilt
+/// from the records alone (an interrupted run's checkpoint, sealed with three probes); a
+/// search stopped inside a probe judges that probe on what it holds and says it ended
+/// early, and both reports recompute clean.
+#[test]
+fn an_slo_search_probes_step_by_step_and_finds_the_knee() {
+    let cfg = config(&[
+        ("concurrency", "3"),
+        ("warmup", "2"),
+        ("measured", "16"),
+        ("cooldown", "0"),
+        ("output_tokens", "16"),
+    ]);
+    let plan = crate::search::SearchPlan {
+        dimension: crate::search::SearchDimension::Concurrency,
+        min: 1,
+        max: 32,
+        resolution: 1,
+        targets: vec![crate::search::SloTarget::parse("ttft:p99<=30ms").expect("slo")],
+    };
+    let mut s = RunSession::new(cfg.clone(), Calibration::default(), [7; 32], 0);
+    let mut open = config(&[
+        ("load_mode", "open"),
+        ("rate_rps", "2"),
+        ("in_flight_cap", "8"),
+        ("arrival", "poisson"),
+    ]);
+    assert!(
+        RunSession::new(open.clone(), Calibration::default(), [7; 32], 0)
+            .set_search(plan.clone())
+            .is_err(),
+        "a concurrency search of an open loop is refused"
+    );
+    s.set_search(plan.clone())
+        .expect("a closed loop's concurrency");
+    let mut net = SimNet::new(20_000, 5_000);
+    net.slots = Some(vec![0; 4]);
+    let mut found = None;
+    let (records, _) = drive_seeing(s, &mut net, None, |s| found = s.search());
+    let record = found.expect("a search");
+    let loads: Vec<u32> = record.probes.iter().map(|p| p.load).collect();
+    assert_eq!(loads, [1, 2, 4, 8, 6, 5]);
+    assert_eq!(record.found, Some(4));
+    for (k, p) in record.probes.iter().enumerate() {
+        let n = step_records(&records, k as u32).len();
+        assert_eq!(n, 18, "probe {k} ran its own warm-up and measured window");
+        assert_eq!(p.met, p.load <= 4, "{p:?}");
+    }
+    // The report's steps are the probes; its figures judge them the same.
+    let mut reported = cfg.clone();
+    reported.load.value.steps = loads
+        .iter()
+        .map(|&c| crate::pins::LoadStep::Closed { concurrency: c })
+        .collect();
+    let summary =
+        metrics::summarize(&records, &MetricsPlan::from_config(&reported, None)).expect("figures");
+    assert!(crate::search::check(&record, &summary).is_empty());
+    // Rebuilt from the records and the pinned config.
+    let mut pinned = cfg.clone();
+    let rebuilt = crate::search::rebuild(plan.clone(), &mut pinned, &records).expect("rebuilt");
+    assert_eq!(rebuilt, record);
+    assert_eq!(pinned.load.value.steps, reported.load.value.steps);
+    // An interrupted search (its checkpoint holds the first three probes' records): the
+    // sealed report has those probes as its steps, and recomputing it finds nothing.
+    let checkpoint = crate::report::Checkpoint {
+        created: "2026-12-04T00:00:00Z".into(),
+        config: cfg.clone(),
+        env: checkpoint_env(),
+        planned: None,
+        records: records.iter().filter(|r| r.step < 3).cloned().collect(),
+        dropped: 0,
+        search: Some(plan.clone()),
+    };
+    let body = checkpoint.into_body().expect("a body");
+    let kept = body.search.clone().expect("the search is rebuilt");
+    assert_eq!(kept.probes, record.probes[..3]);
+    assert_eq!(body.config.load.value.steps, reported.load.value.steps[..3]);
+    assert!(kept.ended_early);
+    let sealed = crate::report::Report::new(body);
+    assert_eq!(crate::report::recompute(&sealed).expect("recomputes"), []);
+    // Stopped by its user inside the third probe: that probe is judged on what it holds,
+    // the search says it ended early, and the report built from it recomputes clean.
+    let mut s = RunSession::new(cfg.clone(), Calibration::default(), [7; 32], 0);
+    s.set_search(plan.clone()).expect("search");
+    let mut net = SimNet::new(20_000, 5_000);
+    net.slots = Some(vec![0; 4]);
+    let third = records
+        .iter()
+        .filter(|r| r.step == 2)
+        .map(|r| r.t_send_us)
+        .min()
+        .expect("probe 3");
+    let mut stopped = None;
+    let (cut, _) = drive_seeing(s, &mut net, Some(third + 100_000), |s| stopped = s.search());
+    let stopped = stopped.expect("a search");
+    assert_eq!(stopped.probes.len(), 3, "{stopped:?}");
+    assert!(stopped.ended_early && cut.iter().all(|r| r.step < 3));
+    let mut steps_cfg = cfg.clone();
+    steps_cfg.load.value.steps = reported.load.value.steps[..3].to_vec();
+    let mut body = crate::report::ReportBody::build(
+        "2026-12-04T00:00:00Z".into(),
+        steps_cfg,
+        None,
+        Vec::new(),
+        checkpoint_env(),
+        cut,
+    )
+    .expect("body");
+    body.search = Some(stopped);
+    let report = crate::report::Report::new(body);
+    assert_eq!(crate::report::recompute(&report).expect("recomputes"), []);
+    // A rate search keeps the open loop's arrivals and cap.
+    open.load.value.steps = vec![crate::pins::LoadStep::Open {
+        rate_milli_rps: 2000,
+        arrival: crate::pins::Arrival::Poisson {},
+        in_flight_cap: 8,
+    }];
+    let mut s = RunSession::new(open, Calibration::default(), [7; 32], 0);
+    s.set_search(crate::search::SearchPlan {
+        dimension: crate::search::SearchDimension::RateMilliRps,
+        min: 500,
+        max: 16_000,
+        resolution: 500,
+        targets: plan.targets,
+    })
+    .expect("an open loop's rate");
+    assert!(matches!(
+        s.config().load.value.steps[..],
+        [crate::pins::LoadStep::Open {
+            rate_milli_rps: 500,
+            arrival: crate::pins::Arrival::Poisson {},
+            in_flight_cap: 8
+        }]
+    ));
+}
+
+fn checkpoint_env() -> ClientEnv {
+    ClientEnv {
+        timer_resolution_us: 5,
+        cross_origin_isolated: true,
+        event_loop_lag_p99_us: 0,
+        event_loop_lag_max_us: 0,
+        host: None,
+        clock_epoch_us: None,
+    }
 }
 
 #[test]

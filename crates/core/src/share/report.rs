@@ -311,12 +311,22 @@ pub struct Checkpoint {
     /// Completed requests left out because the browser's storage was full.
     #[serde(default)]
     pub dropped: u32,
+    /// An SLO search's plan, when the run is one: its probes are rebuilt from the records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::search::SearchPlan>,
 }
 
 impl Checkpoint {
     /// A report body from the completed requests, with a note saying the run was cut short.
-    pub fn into_body(self) -> Result<ReportBody, ReportError> {
+    pub fn into_body(mut self) -> Result<ReportBody, ReportError> {
         let n = self.records.len();
+        let search = match self.search.take() {
+            Some(plan) => Some(
+                crate::search::rebuild(plan, &mut self.config, &self.records)
+                    .map_err(|e| ReportError::Schema(format!("the checkpoint's search: {e}")))?,
+            ),
+            None => None,
+        };
         let dropped = if self.dropped > 0 {
             format!(" ({} more completed requests did not fit in the browser's storage and are not included)", self.dropped)
         } else {
@@ -334,6 +344,7 @@ impl Checkpoint {
             self.env,
             self.records,
         )?;
+        body.search = search;
         body.notes.push(format!(
             "Partial — interrupted: the run stopped before its end (its tab was closed, or its process killed). This report holds the {n} requests completed by then{planned}; requests in flight were lost, and the later windows may be short or empty.{dropped}"
         ));

@@ -173,6 +173,68 @@ pub struct SearchPlan {
     pub targets: Vec<SloTarget>,
 }
 
+impl SearchPlan {
+    /// A plan for a run of `cfg` from its text (a form's fields or a command's
+    /// arguments): the SLOs (`targets`, each like `ttft:p99<=500ms`) and the smallest
+    /// load, largest and resolution in the pins' load dimension (streams, or req/s with
+    /// at most three decimals).
+    pub fn from_text(
+        cfg: &crate::pins::RunConfig,
+        targets: Vec<SloTarget>,
+        (min, max, resolution): (&str, &str, &str),
+    ) -> Result<Self, String> {
+        let dimension = SearchDimension::for_config(cfg).ok_or(
+            "an SLO search varies a closed loop's concurrency or an open loop's rate: not a replay",
+        )?;
+        let load = |name: &str, t: &str| {
+            dimension.parse(t).ok_or_else(|| {
+                format!(
+                    "search {name} {t:?}: expected {}",
+                    match dimension {
+                        SearchDimension::Concurrency => "a whole number of streams",
+                        SearchDimension::RateMilliRps => "req/s (at most 3 decimals)",
+                    }
+                )
+            })
+        };
+        let plan = Self {
+            dimension,
+            min: load("min", min)?,
+            max: load("max", max)?,
+            resolution: load("resolution", resolution)?,
+            targets,
+        };
+        Search::new(plan.clone()).map_err(|e| e.to_string())?;
+        Ok(plan)
+    }
+
+    /// The goodput SLOs a search's answer is reported with when none are given: each
+    /// latency held to the tightest limit the search puts on it.
+    pub fn goodput_slo(&self) -> crate::metrics::Slo {
+        let limit = |m: SloMetric| {
+            self.targets
+                .iter()
+                .filter(|t| t.metric == m)
+                .map(|t| t.limit_us)
+                .min()
+        };
+        crate::metrics::Slo {
+            ttft_us: limit(SloMetric::Ttft),
+            tpot_us: limit(SloMetric::Tpot),
+            e2e_us: limit(SloMetric::E2e),
+        }
+    }
+}
+
+/// SLOs as a list (`ttft:p99<=500ms, tpot:p99<=50ms`: commas or semicolons between);
+/// empty text is no SLO.
+pub fn parse_targets(t: &str) -> Result<Vec<SloTarget>, String> {
+    t.split([',', ';'])
+        .filter(|s| !s.trim().is_empty())
+        .map(SloTarget::parse)
+        .collect()
+}
+
 /// One probe: its load, each SLO's figure (in the plan's order) and whether it met all.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -195,6 +257,10 @@ pub struct SearchRecord {
     pub probes: Vec<Probe>,
     /// The largest load that met every SLO (`None`: not even the smallest did).
     pub found: Option<u32>,
+    /// The run stopped before the rule's last probe (stopped by its user, or interrupted
+    /// and sealed from its checkpoint): `found` is the best among the probes that ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ended_early: bool,
 }
 
 /// Why a search cannot start.
@@ -241,6 +307,11 @@ impl Search {
         })
     }
 
+    /// Probes judged so far.
+    pub fn probes(&self) -> usize {
+        self.probes.len()
+    }
+
     /// The plan.
     pub fn plan(&self) -> &SearchPlan {
         &self.plan
@@ -267,10 +338,12 @@ impl Search {
     /// The finished search.
     pub fn finish(self) -> SearchRecord {
         let found = self.bracket().0;
+        let ended_early = self.next_load().is_some();
         SearchRecord {
             plan: self.plan,
             probes: self.probes,
             found,
+            ended_early,
         }
     }
 }
@@ -313,6 +386,97 @@ fn judge(plan: &SearchPlan, load: u32, step: &StepSummary) -> Probe {
     }
 }
 
+impl SearchDimension {
+    /// The dimension a search over `cfg`'s load varies: a closed loop's concurrency or an
+    /// open loop's rate; `None` for a replay (its arrivals are the trace's) or no load.
+    pub fn for_config(cfg: &crate::pins::RunConfig) -> Option<Self> {
+        match cfg.load.value.steps.first() {
+            _ if cfg.trace.is_some() => None,
+            Some(crate::pins::LoadStep::Closed { .. }) => Some(SearchDimension::Concurrency),
+            Some(crate::pins::LoadStep::Open { .. }) => Some(SearchDimension::RateMilliRps),
+            None => None,
+        }
+    }
+
+    /// A load as its text in the forms (a whole number of streams, or req/s with at most
+    /// three decimals), `None` when it is neither.
+    pub fn parse(self, t: &str) -> Option<u32> {
+        match self {
+            SearchDimension::Concurrency => t.trim().parse::<u32>().ok(),
+            SearchDimension::RateMilliRps => {
+                crate::decimal::parse_milli(t).and_then(|v| u32::try_from(v).ok())
+            }
+        }
+    }
+}
+
+/// The load step of a probe at `load`: `base`'s kind kept (an open loop's arrival process
+/// and in-flight cap too), only its concurrency or rate replaced.
+pub fn probe_step(base: crate::pins::LoadStep, load: u32) -> crate::pins::LoadStep {
+    match base {
+        crate::pins::LoadStep::Open {
+            arrival,
+            in_flight_cap,
+            ..
+        } => crate::pins::LoadStep::Open {
+            rate_milli_rps: u64::from(load),
+            arrival,
+            in_flight_cap,
+        },
+        crate::pins::LoadStep::Closed { .. } => crate::pins::LoadStep::Closed { concurrency: load },
+    }
+}
+
+/// The figures of load step `step` of a run of `cfg` (its steps so far), as the report's
+/// figures give them: what a probe is judged on. `None` when the step has no records.
+pub fn step_figures(
+    cfg: &crate::pins::RunConfig,
+    step: usize,
+    records: &[crate::record::RequestRecord],
+) -> Option<StepSummary> {
+    if !records.iter().any(|r| r.step as usize == step) {
+        return None;
+    }
+    let plan = crate::metrics::MetricsPlan::from_config(cfg, None);
+    crate::metrics::summarize(records, &plan)
+        .ok()?
+        .steps
+        .into_iter()
+        .nth(step)
+}
+
+/// A search's probes rebuilt from a run's records (an interrupted run's checkpoint): the
+/// rule gives each probe's load, its step's records its verdict; it stops at the first
+/// step without records. `cfg`'s load steps become the probes' (left as they are when
+/// no step has records).
+pub fn rebuild(
+    plan: SearchPlan,
+    cfg: &mut crate::pins::RunConfig,
+    records: &[crate::record::RequestRecord],
+) -> Result<SearchRecord, SearchError> {
+    let Some(&base) = cfg.load.value.steps.first() else {
+        return Ok(Search::new(plan)?.finish());
+    };
+    let mut search = Search::new(plan)?;
+    let pinned = std::mem::take(&mut cfg.load.value.steps);
+    while let Some(load) = search.next_load() {
+        cfg.load.value.steps.push(probe_step(base, load));
+        match step_figures(cfg, cfg.load.value.steps.len() - 1, records) {
+            Some(s) => {
+                search.record(load, &s);
+            }
+            None => {
+                cfg.load.value.steps.pop();
+                break;
+            }
+        }
+    }
+    if cfg.load.value.steps.is_empty() {
+        cfg.load.value.steps = pinned;
+    }
+    Ok(search.finish())
+}
+
 /// Judges a kept search again from a report's recomputed figures: probe `i` must be load
 /// step `i` at its load, with the figures and verdict the steps give, the probes in the
 /// order the rule asks for them, and the answer the rule's. Each difference, by path.
@@ -347,11 +511,15 @@ pub fn check(record: &SearchRecord, figures: &Summary) -> Vec<(String, String, S
             }
         }
     }
-    if next_load(&record.plan, &seen).is_some() {
+    let more = next_load(&record.plan, &seen).is_some();
+    if more != record.ended_early {
         out.push((
-            "search.probes".into(),
-            format!("{} probes", record.probes.len()),
-            "the rule asks for another probe".into(),
+            "search.ended_early".into(),
+            format!("{} ({} probes)", record.ended_early, record.probes.len()),
+            format!(
+                "{more} (the rule {} another probe)",
+                if more { "asks for" } else { "asks for no" }
+            ),
         ));
     }
     let found = bracket(&seen).0;

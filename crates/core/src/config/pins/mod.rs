@@ -111,26 +111,7 @@ impl TryFrom<ProvenanceWire> for Provenance {
     }
 }
 
-/// Why a tagged pin value was refused: an unknown kind, or members that are not exactly
-/// its kind's (`kinds`: each kind with its members).
-fn kind_error(what: &str, kind: &str, kinds: &[(&str, &[&str])]) -> String {
-    let quoted = |xs: &mut dyn Iterator<Item = &str>| {
-        xs.map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")
-    };
-    match kinds.iter().find(|(k, _)| *k == kind) {
-        Some((_, [])) => {
-            format!("{what} of kind `{kind}` has no other member")
-        }
-        Some((_, members)) => format!(
-            "{what} of kind `{kind}` has exactly the members {}",
-            quoted(&mut members.iter().copied())
-        ),
-        None => format!(
-            "unknown kind `{kind}` of {what}, expected one of {}",
-            quoted(&mut kinds.iter().map(|(k, _)| *k))
-        ),
-    }
-}
+use crate::json::kind_error;
 
 /// The members a length distribution may have, as read (see [`ProvenanceWire`] for why).
 #[derive(Deserialize)]
@@ -603,9 +584,14 @@ impl Load {
     }
 }
 
-/// KV capacity as the server states it.
+/// KV capacity as the server states it (read through [`KvCapacityWire`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    deny_unknown_fields,
+    try_from = "KvCapacityWire"
+)]
 pub enum KvCapacity {
     /// Tokens of KV cache.
     Tokens {
@@ -617,6 +603,38 @@ pub enum KvCapacity {
         /// Fraction × 1000.
         milli: u32,
     },
+}
+
+/// The members a KV capacity may have, as read (see [`ProvenanceWire`] for why).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvCapacityWire {
+    kind: String,
+    tokens: Option<u64>,
+    milli: Option<u32>,
+}
+
+impl TryFrom<KvCapacityWire> for KvCapacity {
+    type Error = String;
+
+    fn try_from(w: KvCapacityWire) -> Result<Self, String> {
+        Ok(match (w.kind.as_str(), w.tokens, w.milli) {
+            ("tokens", Some(tokens), None) => KvCapacity::Tokens { tokens },
+            ("gpu_memory_utilization", None, Some(milli)) => {
+                KvCapacity::GpuMemoryUtilization { milli }
+            }
+            _ => {
+                return Err(kind_error(
+                    "a KV capacity",
+                    &w.kind,
+                    &[
+                        ("tokens", &["tokens"]),
+                        ("gpu_memory_utilization", &["milli"]),
+                    ],
+                ))
+            }
+        })
+    }
 }
 
 impl fmt::Display for KvCapacity {
