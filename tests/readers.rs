@@ -448,14 +448,14 @@ fn a_refusal_names_the_value_and_what_is_wrong() {
     let config = valid_configs().remove(1);
     let report = valid_reports().remove(1);
     let cases: [(&Value, &[&str], Option<Value>, &str); 10] = [
-        (&config, &["kv", "capacity", "value"], Some(json!({"value": {"kind": "litres"}})), "kv.capacity: value: unknown variant `litres`, expected `tokens` or `gpu_memory_utilization`"),
+        (&config, &["kv", "capacity", "value"], Some(json!({"value": {"kind": "litres"}})), "kv.capacity: value: unknown kind `litres` of a KV capacity, expected one of `tokens`, `gpu_memory_utilization`"),
         (&config, &["load", "value", "steps", "1", "arrival"], Some(json!({"kind": "gamma"})), "load: value: an arrival of kind `gamma` has exactly the members `shape_milli`"),
         (&config, &["window", "value", "measured"], Some(json!({"kind": "requests", "count": 3, "ms": 4})), "window: value: a window span of kind `requests` has exactly the members `count`"),
         (&config, &["prompt_len", "value"], Some(json!({"kind": "fixed", "tokens": -5})), "prompt_len: value: invalid value: integer `-5`, expected u32"),
         (&config, &["scheduling", "value"], Some(json!("eager"))
 , "scheduling: value: unknown variant `eager`, expected one of `continuous`, `static`, `undisclosed`"),
         (&config, &["endpoint"], Some(json!({"base_url": "http://h"})), "endpoint: missing field `dialect`"),
-        (&report, &["body", "records", "1", "outcome", "kind"], Some(json!("nope")), "body.records[1].outcome.kind: unknown variant `nope`, expected one of `ok`, `http`"),
+        (&report, &["body", "records", "1", "outcome", "kind"], Some(json!("nope")), "body.records[1].outcome: unknown kind `nope` of an outcome, expected one of `ok`, `http`"),
         (&report, &["body", "records", "0", "wire", "request_start_us"], Some(json!(-1)), "body.records[0].wire.request_start_us: invalid value: integer `-1`, expected u64"),
         (&report, &["body", "records", "4", "status"], Some(json!(65_536)), "body.records[4].status: invalid value: integer `65536`, expected u16"),
         (&report, &["body", "client"], None, "body: missing field `client`"),

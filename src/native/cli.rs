@@ -1383,9 +1383,16 @@ pub fn watch(a: &WatchArgs) -> Result<(), CliError> {
             },
             out.display()
         );
-        if let Err(e) = run_args(&argv(&out)) {
-            eprintln!("pinbench watch: run {} failed: {e}", ran + 1);
-            failed.get_or_insert(e);
+        match run_args(&argv(&out)) {
+            Ok(()) => {
+                if let Err(e) = add_to_series(&a.dir, &out) {
+                    eprintln!("pinbench watch: the series file was not updated: {e}");
+                }
+            }
+            Err(e) => {
+                eprintln!("pinbench watch: run {} failed: {e}", ran + 1);
+                failed.get_or_insert(e);
+            }
         }
         k += 1;
         ran += 1;
@@ -1403,6 +1410,28 @@ pub fn watch(a: &WatchArgs) -> Result<(), CliError> {
         }
     }
     failed.map_or(Ok(()), Err)
+}
+
+/// Adds the signed card of the report `out` to `dir`'s series file (the card page's
+/// trend line: `card/?series=…/pinbench-series.txt`), written whole then renamed.
+fn add_to_series(dir: &Path, out: &Path) -> Result<(), String> {
+    use crate::core::series;
+    let text = std::fs::read_to_string(out).map_err(|e| e.to_string())?;
+    let report = crate::core::report::open(&text)
+        .map_err(|e| e.to_string())?
+        .report;
+    let card = report.card.ok_or("the report carries no card")?;
+    let name = out
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or("the report has no file name")?;
+    let path = dir.join(series::SERIES_FILE);
+    let existing = std::fs::read_to_string(&path).ok();
+    let text = series::append(existing.as_deref(), name, &card)?;
+    let tmp = dir.join(format!("{}.tmp", series::SERIES_FILE));
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| e.to_string())
 }
 
 /// Runs the command line; returns the process's exit status.

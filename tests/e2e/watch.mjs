@@ -2,13 +2,15 @@
 // server (every 2 s, three runs) and writes a signed report per run into a folder, named
 // by its start; the tab's Reports screen opens that folder (a non-report file beside them
 // is skipped), Compare calls the runs comparable and draws each headline figure over time.
-// Then an SLO search's report in the viewer, with a claim placed on its frontier.
+// The watch keeps the runs' signed cards in its series file: the card page draws their
+// trend line and links the latest report. Then an SLO search's report in the viewer, with
+// a claim placed on its frontier.
 // Usage: node tests/e2e/watch.mjs dist
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
-import { serveDist, launch, checker, watchErrors } from "./lib.mjs";
+import { serveDist, serveJson, launch, checker, watchErrors } from "./lib.mjs";
 import { startRefserver, tinyPins } from "./refserver.mjs";
 
 const dist = process.argv[2] ?? "dist";
@@ -27,8 +29,13 @@ const browser = await launch();
 try {
   const w = spawnSync(bin, ["watch", "--every", "2s", "--count", "3", "--dir", reports, "--pins", p("pins.json"), "--key", p("key.json"), "--new-key", "--quiet", "--no-probe"], { encoding: "utf8" });
   check(w.status === 0, `pinbench watch ran three times (exit ${w.status}; ${w.stderr.trim().split("\n").filter((l) => l.includes("watch:")).join(" | ")})`);
-  const files = fs.readdirSync(reports).filter((f) => f.endsWith(".json")).sort();
-  check(files.length === 3 && files.every((f) => /^pinbench-\d{8}T\d{6}Z\.json$/.test(f)), `three reports named by their start (${files})`);
+  const files = fs.readdirSync(reports).filter((f) => /^pinbench-\d{8}T\d{6}Z\.json$/.test(f)).sort();
+  check(files.length === 3, `three reports named by their start (${files})`);
+  const seriesText = fs.readFileSync(path.join(reports, "pinbench-series.txt"), "utf8");
+  const [head, ...runs] = seriesText.trim().split("\n");
+  const named = runs.map((l) => l.split(" ")[0]);
+  check(head === "pinbench.series/v1" && named.join() === files.join() && runs.every((l) => l.split(" ")[1]?.startsWith("card=")),
+    `the series file lists the three runs in order with their cards (${named})`);
   // Each report verifies against the watch's own key.
   const verify = spawnSync(bin, ["verify", ...files.map((f) => path.join(reports, f))], { encoding: "utf8" });
   check([0, 3].includes(verify.status), `every report is signed and recomputes (exit ${verify.status})`);
@@ -51,6 +58,27 @@ try {
     check(dots >= 3, `${id}: a point per run (${dots} points)`);
   }
   check(errors.length === 0, `no page errors (${errors.join("; ")})`);
+
+  // The card page of the series (hosted as a wiki's file store would): the latest card,
+  // the trend line of its three runs, the full view of the latest report one click away.
+  {
+    const hosted = await serveJson("/reports/pinbench-series.txt");
+    hosted.set(seriesText);
+    const cardPage = await (await browser.newContext()).newPage();
+    const cardErrors = watchErrors(cardPage);
+    await cardPage.goto(`${url}card/?series=${encodeURIComponent(hosted.url)}`);
+    const trend = cardPage.getByTestId("card-trend");
+    await trend.waitFor({ timeout: 20000 });
+    check(await trend.getAttribute("data-runs") === "3", `the card draws the three runs' TTFT (${await trend.textContent()})`);
+    check(await cardPage.locator('[data-testid="card-trend"] polyline').count() === 2, "the trend line has its p50 and p99");
+    const sig = await cardPage.getByTestId("card-sig").getAttribute("data-state");
+    check(["unknown-key", "trusted"].includes(sig), `the latest card's signature is checked (${sig})`);
+    const full = await cardPage.getByTestId("card-full-link").getAttribute("href");
+    const latest = hosted.url.replace(/pinbench-series\.txt$/, files[2]);
+    check(full.includes(encodeURIComponent(latest)), `the full view opens the latest report (${full})`);
+    check(cardErrors.length === 0, `no card page errors (${cardErrors.join("; ")})`);
+    hosted.close();
+  }
 
   // An SLO search's report (its probes are its load steps) in the viewer, and a claim
   // placed on its frontier: placed when its pins are the report's, refused with why not.

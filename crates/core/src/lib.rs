@@ -24,5 +24,5 @@ pub use config::{claim, dataset, pins, probe, trace, vendors};
 pub use measure::{dialect, record, sse, vendor};
 pub use present::{chart, definitions, html, live, view};
 pub use run::{behaviour, http, lifecycle, prompt, schedule, session};
-pub use share::{card, compare, import, jcs, merge, report, rows, sign, viewer};
+pub use share::{card, compare, import, jcs, merge, report, rows, series, sign, viewer};
 pub use stats::{histogram, metrics, search, server, turns};

@@ -519,7 +519,7 @@ pub struct CardView {
 
 impl CardView {
     /// A card with its signature's state as the card shows it.
-    fn new(
+    pub fn of(
         card: Card,
         verification: &Verification,
         trusted: &TrustedKeys,
@@ -587,7 +587,7 @@ pub fn view_of_report(
         body: CardBody::Typed(Box::new(typed_body_of_text(body)?)),
         signature: None,
     };
-    Ok(CardView::new(
+    Ok(CardView::of(
         card,
         &verification,
         trusted,
@@ -729,7 +729,7 @@ pub fn view_of_fragment(
     full_link: String,
 ) -> Result<CardView, String> {
     let (card, verification) = Card::open_fragment(fragment).map_err(|e| e.to_string())?;
-    Ok(CardView::new(
+    Ok(CardView::of(
         card,
         &verification,
         trusted,

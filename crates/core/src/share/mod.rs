@@ -9,6 +9,7 @@ pub mod jcs;
 pub mod merge;
 pub mod report;
 pub mod rows;
+pub mod series;
 pub mod sign;
 pub mod trust;
 pub mod viewer;
