@@ -296,7 +296,23 @@ fn watch_writes_a_signed_report_per_scheduled_run() {
         .map(|e| e.expect("entry").path())
         .collect();
     files.sort();
+    // Three reports, and the series of their cards (the card page's trend line).
+    let series = files
+        .pop()
+        .filter(|f| f.ends_with(pinbench::core::series::SERIES_FILE))
+        .expect("the series file");
     assert_eq!(files.len(), 3, "{files:?}");
+    let view = pinbench::core::series::view_of_series(
+        &std::fs::read_to_string(&series).expect("series"),
+        &Default::default(),
+        str::to_owned,
+    )
+    .expect("the series reads");
+    assert_eq!(view.points.len(), 3, "{:?}", view.left_out);
+    assert_eq!(
+        Some(view.latest.full_link.as_str()),
+        files[2].file_name().and_then(|n| n.to_str())
+    );
     let mut configs = Vec::new();
     for f in &files {
         let name = f.file_name().and_then(|n| n.to_str()).expect("name");
