@@ -888,6 +888,7 @@ async fn drive(
             event_loop_lag_max_us: lag.max().unwrap_or(0),
             host: Some(RunHost::Native),
             clock_epoch_us: Some(clock.epoch_us()),
+            wire_timing_read: None,
         },
         search,
     })
@@ -970,6 +971,7 @@ impl Checkpointer {
                 event_loop_lag_max_us: 0,
                 host: Some(RunHost::Native),
                 clock_epoch_us: Some(clock.epoch_us()),
+                wire_timing_read: None,
             },
             planned: None,
             records: Vec::new(),

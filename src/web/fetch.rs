@@ -1,6 +1,7 @@
 //! The page's network for the core's lifecycle ([`PageHost`]: probes, `/tokenize`, the
 //! behaviour probes' timed streams) and Resource Timing: the scope's buffer is reset before a
-//! run and its entries are paired to the records after it. The streaming requests of a run
+//! run (sized to keep its first requests' entries) and its entries are paired to the
+//! records after it. The streaming requests of a run
 //! are in [`crate::web::host`].
 
 use wasm_bindgen::{JsCast, JsValue};
@@ -18,60 +19,117 @@ pub(crate) fn js_err(v: JsValue) -> String {
         .unwrap_or_else(|| format!("{v:?}"))
 }
 
-/// Starts a fresh Resource Timing buffer large enough for a run.
+/// How many Resource Timing entries a run keeps: the scope's buffer holds the run's first
+/// this many requests' entries and drops the rest, so later requests get no wire timing
+/// and no protocol (the report says so,
+/// [`crate::core::metrics::ClientEnv::wire_timing_read`]). Measured at c=32
+/// (`tests/e2e/soak_bench.mjs`, docs/MEASUREMENTS.md): a buffer that kept every entry grew
+/// the renderer by 6–9 KB per request without end, and so did reading the buffer while
+/// the run went and clearing it each second (reading it even once did); a buffer that
+/// fills and is read only at the end grows it by about 1 KB per request.
+pub const WIRE_TIMING_READ_MAX: u32 = 4_096;
+
+/// Starts a fresh Resource Timing buffer for a run (read once, at its end:
+/// [`ResourceTimings::read`]).
 pub fn reset_resource_timing() {
     if let Some(p) = crate::web::performance() {
         p.clear_resource_timings();
-        p.set_resource_timing_buffer_size(1_000_000);
+        p.set_resource_timing_buffer_size(WIRE_TIMING_READ_MAX);
     }
 }
 
-/// Attaches Resource Timing to records of requests to `url`: each record (in send order)
-/// takes the unused entry whose start is nearest its `t_send`, so concurrent requests to
-/// the same URL each get their own entry. Cross-origin entries are only detailed when the
-/// server sends `Timing-Allow-Origin`.
-pub fn attach_resource_timing(records: &mut [RequestRecord], url: &str) {
-    let Some(perf) = crate::web::performance() else {
-        return;
-    };
-    let mut entries: Vec<web_sys::PerformanceResourceTiming> = perf
-        .get_entries_by_name_with_entry_type(url, "resource")
-        .iter()
-        .filter_map(|e| e.dyn_into().ok())
-        .collect();
-    crate::core::sort::sort_by(&mut entries, |a, b| {
-        a.start_time().total_cmp(&b.start_time())
-    });
-    let mut order: Vec<usize> = (0..records.len()).collect();
-    crate::core::sort::sort_by_key(&mut order, |&i| (records[i].t_send_us, i));
-    let us = |ms: f64| (ms * 1000.0).round().max(0.0) as u64;
-    let starts: Vec<u64> = entries.iter().map(|e| us(e.start_time())).collect();
-    let mut used = vec![false; entries.len()];
-    for i in order {
-        let rec = &mut records[i];
-        // The unused entry whose start is nearest this request's send, within 50 ms.
-        let pos = starts.partition_point(|&s| s < rec.t_send_us);
-        let mut best: Option<(u64, usize)> = None;
-        for k in (pos.saturating_sub(64)..(pos + 64).min(starts.len())).filter(|&k| !used[k]) {
-            let d = starts[k].abs_diff(rec.t_send_us);
-            if d <= 50_000 && best.is_none_or(|(bd, _)| d < bd) {
-                best = Some((d, k));
-            }
-        }
-        let Some((_, k)) = best else { continue };
-        used[k] = true;
-        let e = &entries[k];
-        let proto = e.next_hop_protocol();
-        if !proto.is_empty() {
-            rec.protocol = Some(proto);
-        }
-        if e.request_start() > 0.0 {
-            rec.wire = Some(WireTiming {
+/// What a run keeps of one Resource Timing entry of its requests.
+struct TimingEntry {
+    start_us: u64,
+    /// Index into [`ResourceTimings::protocols`] (`u8::MAX`: none stated).
+    protocol: u8,
+    wire: Option<WireTiming>,
+}
+
+/// A run's Resource Timing, read from the scope's buffer when the run ends.
+#[derive(Default)]
+pub struct ResourceTimings {
+    entries: Vec<TimingEntry>,
+    protocols: Vec<String>,
+    /// The buffer was full: entries of later requests were dropped.
+    full: bool,
+}
+
+impl ResourceTimings {
+    /// Reads the buffer's entries of requests to `url` and clears the buffer.
+    pub fn read(url: &str) -> Self {
+        let mut out = Self::default();
+        let Some(perf) = crate::web::performance() else {
+            return out;
+        };
+        out.full = perf.get_entries_by_type("resource").length() >= WIRE_TIMING_READ_MAX;
+        let us = |ms: f64| (ms * 1000.0).round().max(0.0) as u64;
+        for e in perf
+            .get_entries_by_name_with_entry_type(url, "resource")
+            .iter()
+            .filter_map(|e| e.dyn_into::<web_sys::PerformanceResourceTiming>().ok())
+        {
+            let proto = e.next_hop_protocol();
+            let protocol = if proto.is_empty() {
+                u8::MAX
+            } else if let Some(i) = out.protocols.iter().position(|p| *p == proto) {
+                u8::try_from(i).unwrap_or(u8::MAX)
+            } else {
+                out.protocols.push(proto);
+                u8::try_from(out.protocols.len() - 1).unwrap_or(u8::MAX)
+            };
+            let wire = (e.request_start() > 0.0).then(|| WireTiming {
                 connect_start_us: us(e.connect_start()),
                 request_start_us: us(e.request_start()),
                 response_start_us: us(e.response_start()),
                 response_end_us: us(e.response_end()),
             });
+            out.entries.push(TimingEntry {
+                start_us: us(e.start_time()),
+                protocol,
+                wire,
+            });
+        }
+        perf.clear_resource_timings();
+        out
+    }
+
+    /// How many entries were read, when the buffer was full (later requests have none);
+    /// `None`: the buffer held every request's entry.
+    pub fn read_limit(&self) -> Option<u32> {
+        self.full
+            .then(|| u32::try_from(self.entries.len()).unwrap_or(u32::MAX))
+    }
+
+    /// Attaches the entries to the records: each record (in send order) takes the unused
+    /// entry whose start is nearest its `t_send`, within 50 ms, so concurrent requests to
+    /// the same URL each get their own entry. Cross-origin entries are only detailed when
+    /// the server sends `Timing-Allow-Origin`.
+    pub fn attach(mut self, records: &mut [RequestRecord]) {
+        crate::core::sort::sort_by_key(&mut self.entries, |e| e.start_us);
+        let mut order: Vec<usize> = (0..records.len()).collect();
+        crate::core::sort::sort_by_key(&mut order, |&i| (records[i].t_send_us, i));
+        let mut used = vec![false; self.entries.len()];
+        for i in order {
+            let rec = &mut records[i];
+            let pos = self.entries.partition_point(|e| e.start_us < rec.t_send_us);
+            let mut best: Option<(u64, usize)> = None;
+            let window = pos.saturating_sub(64)..(pos + 64).min(self.entries.len());
+            for k in window.filter(|&k| !used[k]) {
+                let d = self.entries[k].start_us.abs_diff(rec.t_send_us);
+                if d <= 50_000 && best.is_none_or(|(bd, _)| d < bd) {
+                    best = Some((d, k));
+                }
+            }
+            let Some((_, k)) = best else { continue };
+            used[k] = true;
+            let e = &self.entries[k];
+            if let Some(p) = self.protocols.get(usize::from(e.protocol)) {
+                rec.protocol = Some(p.clone());
+            }
+            if e.wire.is_some() {
+                rec.wire = e.wire;
+            }
         }
     }
 }

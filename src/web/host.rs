@@ -369,6 +369,7 @@ fn finish(st: &Rc<RefCell<State>>) {
             event_loop_lag_max_us: max,
             host: Some(s.host),
             clock_epoch_us: web::clock_epoch_us(),
+            wire_timing_read: None,
         };
         (s.session.take(), s.sink.clone(), env)
     };
@@ -387,7 +388,10 @@ fn finish(st: &Rc<RefCell<State>>) {
             web::set_timeout(&resolve, 100);
         }))
         .await;
-        web::fetch::attach_resource_timing(&mut records, &url);
+        let timings = web::fetch::ResourceTimings::read(&url);
+        let mut env = env;
+        env.wire_timing_read = timings.read_limit();
+        timings.attach(&mut records);
         (sink.done)(RunResult {
             records,
             env,

@@ -141,6 +141,7 @@ impl RunContext {
                 event_loop_lag_max_us: 0,
                 host: None,
                 clock_epoch_us: web::clock_epoch_us(),
+                wire_timing_read: None,
             },
             planned: None,
             records: Vec::new(),

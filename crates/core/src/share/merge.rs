@@ -298,6 +298,19 @@ pub fn merge(given: &[Source], created: String) -> Result<ReportBody, MergeError
             .unwrap_or(0),
         host: first.client.env.host,
         clock_epoch_us: Some(base),
+        // A source that read every entry counts all its records as read.
+        wire_timing_read: envs.iter().any(|e| e.wire_timing_read.is_some()).then(|| {
+            sources
+                .iter()
+                .map(|(_, o)| {
+                    let b = &o.report.body;
+                    b.client
+                        .env
+                        .wire_timing_read
+                        .unwrap_or_else(|| u32::try_from(b.records.len()).unwrap_or(u32::MAX))
+                })
+                .fold(0u32, u32::saturating_add)
+        }),
     };
     let mut body = ReportBody::build(created, cfg, first.slo, first.probes.clone(), env, records)?;
     let info = MergeInfo {

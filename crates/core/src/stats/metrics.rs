@@ -1108,6 +1108,13 @@ pub struct ClientEnv {
     /// at the same time are put on one clock (`share::merge`). Absent in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_epoch_us: Option<u64>,
+    /// A browser host that stopped reading Resource Timing during a long run: how many
+    /// entries it read (the run's first requests); later requests have no wire timing and
+    /// no protocol because the host did not look, not because the server hid them. Each
+    /// entry a script reads is a DOM object the browser keeps until a full garbage
+    /// collection, so reading every entry of a long run grows the tab without end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_timing_read: Option<u32>,
 }
 
 /// Where the run loop (fetch, stream reading, timestamps) ran.
@@ -1196,8 +1203,21 @@ pub fn client_verdict(
     env: ClientEnv,
     cleartext: bool,
 ) -> ClientVerdict {
+    // A host that stopped reading Resource Timing (`wire_timing_read`) read it for the
+    // requests sent up to the last one it holds; later requests' protocol is not unknown
+    // to the browser, only unread.
+    let read_until = env.wire_timing_read.and_then(|_| {
+        records
+            .iter()
+            .filter(|r| r.wire.is_some() || r.protocol.is_some())
+            .map(|r| r.t_send_us)
+            .max()
+    });
     let mut protocols = BTreeMap::new();
-    for r in records {
+    for r in records
+        .iter()
+        .filter(|r| read_until.is_none_or(|t| r.t_send_us <= t))
+    {
         *protocols
             .entry(
                 r.protocol
@@ -1274,9 +1294,12 @@ pub fn client_verdict(
                 p(s.ttft_us),
             ));
         }
-        if !c.wire_timing_known && limits.may_hide_wire_timing {
+        if !c.wire_timing_known && limits.may_hide_wire_timing && read_until.is_none() {
             findings.push(format!("Step {}: the browser did not expose wire timing for every request (a server without Timing-Allow-Origin hides it): achieved concurrency counts those requests from when the page sent them.", s.step));
         }
+    }
+    if let (Some(n), Some(_)) = (env.wire_timing_read, read_until) {
+        findings.push(format!("Wire timing and the HTTP protocol were read for the run's first {n} requests only: a browser keeps every Resource Timing entry a script reads until a full garbage collection, so a long run stops reading them to keep the tab's memory bounded. Achieved concurrency counts later requests from when the page sent them."));
     }
     if protocols.contains_key("unknown") {
         findings.push("Some requests' HTTP protocol is unknown (no Timing-Allow-Origin).".into());
@@ -1616,6 +1639,7 @@ mod tests {
             event_loop_lag_max_us: 500,
             host: None,
             clock_epoch_us: None,
+            wire_timing_read: None,
         };
         let v = client_verdict(&records, &summary, env, false);
         assert!(v.invalid);
@@ -1666,6 +1690,59 @@ mod tests {
     }
 
     #[test]
+    fn a_host_that_stopped_reading_wire_timing_says_so_and_blames_no_server() {
+        // A worker run of 8 h2 requests at c=4 whose host read Resource Timing for the
+        // first 4 only: the later 4 have no protocol and no wire timing.
+        let records: Vec<RequestRecord> = (0..8u32)
+            .map(|i| {
+                let t = u64::from(i / 4) * 1_100_000;
+                let mut r = rec(i, t, &[(t + 500_000, 1), (t + 900_000, 1)], t + 1_000_000);
+                if i < 4 {
+                    r.protocol = Some("h2".into());
+                    r.wire = Some(WireTiming {
+                        connect_start_us: t,
+                        request_start_us: t + 10,
+                        response_start_us: t + 400_000,
+                        response_end_us: t + 1_000_000,
+                    });
+                } else {
+                    r.protocol = None;
+                    r.wire = None;
+                }
+                r
+            })
+            .collect();
+        let summary = summarize(
+            &records,
+            &plan(vec![LoadStep::Closed { concurrency: 4 }], 0, 8),
+        )
+        .expect("summary");
+        let env = ClientEnv {
+            timer_resolution_us: 5,
+            cross_origin_isolated: true,
+            event_loop_lag_p99_us: 100,
+            event_loop_lag_max_us: 500,
+            host: Some(RunHost::Worker),
+            clock_epoch_us: None,
+            wire_timing_read: Some(4),
+        };
+        let v = client_verdict(&records, &summary, env, false);
+        assert!(!v.invalid, "{:?}", v.findings);
+        assert_eq!(v.protocols, BTreeMap::from([("h2".to_owned(), 4)]));
+        assert_eq!(v.findings.len(), 1, "{:?}", v.findings);
+        assert!(v.findings[0].contains("first 4 requests only"));
+        // The same records from a host that read every entry: the server hid them.
+        let all = ClientEnv {
+            wire_timing_read: None,
+            ..env
+        };
+        let v = client_verdict(&records, &summary, all, false);
+        assert_eq!(v.protocols.get("unknown"), Some(&4));
+        assert!(v.findings.iter().any(|f| f.contains("Timing-Allow-Origin")));
+        assert!(!v.findings.iter().any(|f| f.contains("first 4 requests")));
+    }
+
+    #[test]
     fn each_host_is_judged_by_its_own_limits() {
         // c=8 over http:// (HTTP/1.1), all 8 on the wire at once: a native client opens a
         // connection per request and achieved its load; a browser would have had at most 6.
@@ -1695,6 +1772,7 @@ mod tests {
             event_loop_lag_max_us: 500,
             host: Some(host),
             clock_epoch_us: None,
+            wire_timing_read: None,
         };
         let native = client_verdict(&records, &summary, env(RunHost::Native), true);
         assert!(!native.invalid, "{:?}", native.findings);
