@@ -22,11 +22,10 @@ pub(crate) fn js_err(v: JsValue) -> String {
 /// How many Resource Timing entries a run keeps: the scope's buffer holds the run's first
 /// this many requests' entries and drops the rest, so later requests get no wire timing
 /// and no protocol (the report says so,
-/// [`crate::core::metrics::ClientEnv::wire_timing_read`]). Measured at c=32
-/// (`tests/e2e/soak_bench.mjs`, docs/MEASUREMENTS.md): a buffer that kept every entry grew
-/// the renderer by 6–9 KB per request without end, and so did reading the buffer while
-/// the run went and clearing it each second (reading it even once did); a buffer that
-/// fills and is read only at the end grows it by about 1 KB per request.
+/// [`crate::core::metrics::ClientEnv::wire_timing_read`]). A buffer sized for a whole run
+/// (it was 1,000,000 entries) keeps a DOM object per request to the run's end; this one
+/// holds at most this many. Long-run memory is measured by `tests/e2e/soak_bench.mjs`
+/// (docs/MEASUREMENTS.md).
 pub const WIRE_TIMING_READ_MAX: u32 = 4_096;
 
 /// Starts a fresh Resource Timing buffer for a run (read once, at its end:

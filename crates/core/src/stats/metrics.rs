@@ -1110,9 +1110,9 @@ pub struct ClientEnv {
     pub clock_epoch_us: Option<u64>,
     /// A browser host that stopped reading Resource Timing during a long run: how many
     /// entries it read (the run's first requests); later requests have no wire timing and
-    /// no protocol because the host did not look, not because the server hid them. Each
-    /// entry a script reads is a DOM object the browser keeps until a full garbage
-    /// collection, so reading every entry of a long run grows the tab without end.
+    /// no protocol because the host did not keep them, not because the server hid them (the
+    /// browser's buffer keeps a DOM object per entry until it is cleared, so a buffer for
+    /// every request of a long run grows the tab with the run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire_timing_read: Option<u32>,
 }
@@ -1299,7 +1299,7 @@ pub fn client_verdict(
         }
     }
     if let (Some(n), Some(_)) = (env.wire_timing_read, read_until) {
-        findings.push(format!("Wire timing and the HTTP protocol were read for the run's first {n} requests only: a browser keeps every Resource Timing entry a script reads until a full garbage collection, so a long run stops reading them to keep the tab's memory bounded. Achieved concurrency counts later requests from when the page sent them."));
+        findings.push(format!("Wire timing and the HTTP protocol were read for the run's first {n} requests only: the browser's Resource Timing buffer keeps an object per request, so the tab keeps the first ones and drops the rest to bound its memory. Achieved concurrency counts later requests from when the page sent them."));
     }
     if protocols.contains_key("unknown") {
         findings.push("Some requests' HTTP protocol is unknown (no Timing-Allow-Origin).".into());
