@@ -1,8 +1,7 @@
 //! The page's network for the core's lifecycle ([`PageHost`]: probes, `/tokenize`, the
 //! behaviour probes' timed streams) and Resource Timing: the scope's buffer is reset before a
 //! run (sized to keep its first requests' entries) and its entries are paired to the
-//! records after it. The streaming requests of a run
-//! are in [`crate::web::host`].
+//! records after it. The streaming requests of a run are in [`crate::web::host`].
 
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
@@ -40,8 +39,7 @@ pub fn reset_resource_timing() {
 /// What a run keeps of one Resource Timing entry of its requests.
 struct TimingEntry {
     start_us: u64,
-    /// Index into [`ResourceTimings::protocols`] (`u8::MAX`: none stated).
-    protocol: u8,
+    protocol: Option<String>,
     wire: Option<WireTiming>,
 }
 
@@ -49,7 +47,6 @@ struct TimingEntry {
 #[derive(Default)]
 pub struct ResourceTimings {
     entries: Vec<TimingEntry>,
-    protocols: Vec<String>,
     /// The buffer was full: entries of later requests were dropped.
     full: bool,
 }
@@ -61,32 +58,24 @@ impl ResourceTimings {
         let Some(perf) = crate::web::performance() else {
             return out;
         };
-        out.full = perf.get_entries_by_type("resource").length() >= WIRE_TIMING_READ_MAX;
+        let all = perf.get_entries_by_type("resource");
+        out.full = all.length() >= WIRE_TIMING_READ_MAX;
         let us = |ms: f64| (ms * 1000.0).round().max(0.0) as u64;
-        for e in perf
-            .get_entries_by_name_with_entry_type(url, "resource")
+        for e in all
             .iter()
             .filter_map(|e| e.dyn_into::<web_sys::PerformanceResourceTiming>().ok())
+            .filter(|e| e.name() == url)
         {
             let proto = e.next_hop_protocol();
-            let protocol = if proto.is_empty() {
-                u8::MAX
-            } else if let Some(i) = out.protocols.iter().position(|p| *p == proto) {
-                u8::try_from(i).unwrap_or(u8::MAX)
-            } else {
-                out.protocols.push(proto);
-                u8::try_from(out.protocols.len() - 1).unwrap_or(u8::MAX)
-            };
-            let wire = (e.request_start() > 0.0).then(|| WireTiming {
-                connect_start_us: us(e.connect_start()),
-                request_start_us: us(e.request_start()),
-                response_start_us: us(e.response_start()),
-                response_end_us: us(e.response_end()),
-            });
             out.entries.push(TimingEntry {
                 start_us: us(e.start_time()),
-                protocol,
-                wire,
+                protocol: (!proto.is_empty()).then_some(proto),
+                wire: (e.request_start() > 0.0).then(|| WireTiming {
+                    connect_start_us: us(e.connect_start()),
+                    request_start_us: us(e.request_start()),
+                    response_start_us: us(e.response_start()),
+                    response_end_us: us(e.response_end()),
+                }),
             });
         }
         perf.clear_resource_timings();
@@ -122,9 +111,9 @@ impl ResourceTimings {
             }
             let Some((_, k)) = best else { continue };
             used[k] = true;
-            let e = &self.entries[k];
-            if let Some(p) = self.protocols.get(usize::from(e.protocol)) {
-                rec.protocol = Some(p.clone());
+            let e = &mut self.entries[k];
+            if let Some(p) = e.protocol.take() {
+                rec.protocol = Some(p);
             }
             if e.wire.is_some() {
                 rec.wire = e.wire;
