@@ -779,7 +779,8 @@ async fn drive(
     let mut wake = session.poll(clock.now_us(), &mut net);
     loop {
         let now = clock.now_us();
-        ckpt.append(session.records(), &wire, now)?;
+        // Stored records leave the session: its memory does not grow with the run.
+        ckpt.append(session.take_completed(), &mut wire, now)?;
         if !quiet && now.saturating_sub(last_print) >= if tty { 200_000 } else { 5_000_000 } {
             last_print = now;
             let line = progress_line(&session.progress(), protocol);
@@ -852,7 +853,7 @@ async fn drive(
             eprintln!("{line}");
         }
     }
-    ckpt.append(session.records(), &wire, u64::MAX)?;
+    ckpt.append(session.take_completed(), &mut wire, u64::MAX)?;
     let search = session.search();
     if let Some(s) = &search {
         eprintln!(
@@ -871,13 +872,10 @@ async fn drive(
             }
         );
     }
-    let mut records = session.finish(clock.now_us());
-    for r in &mut records {
-        if let Some((p, w)) = wire.remove(&r.index) {
-            r.protocol = p;
-            r.wire = w;
-        }
-    }
+    // Requests the session still held (aborted in flight) join the file; the report is
+    // built from what the file holds: every record of the run.
+    ckpt.append(session.finish(clock.now_us()), &mut wire, u64::MAX)?;
+    let records = ckpt.read_back()?;
     let lag = lag.borrow();
     Ok(NativeRun {
         records,
@@ -999,12 +997,12 @@ impl Checkpointer {
     /// (`now_us` = `u64::MAX`: now).
     fn append(
         &mut self,
-        records: &[RequestRecord],
-        wire: &WireById,
+        records: Vec<RequestRecord>,
+        wire: &mut WireById,
         now_us: u64,
     ) -> Result<(), CliError> {
         let flush = now_us >= self.last_us.saturating_add(1_000_000);
-        if records.len() == self.written && !flush {
+        if records.is_empty() && !flush {
             return Ok(());
         }
         let err = |e: std::io::Error| {
@@ -1013,53 +1011,79 @@ impl Checkpointer {
                 self.path.display()
             ))
         };
-        for r in &records[self.written..] {
-            let mut r = r.clone();
-            if let Some((p, w)) = wire.get(&r.index) {
-                r.protocol.clone_from(p);
-                r.wire = *w;
+        for mut r in records {
+            if let Some((p, w)) = wire.remove(&r.index) {
+                r.protocol = p;
+                r.wire = w;
             }
             let line = serde_json::to_string(&r).map_err(|e| CliError::Report(e.to_string()))?;
             writeln!(self.file, "{line}").map_err(err)?;
+            self.written += 1;
         }
-        self.written = records.len();
         if flush {
             self.last_us = now_us;
             self.file.flush().map_err(err)?;
         }
         Ok(())
     }
+
+    /// Every record the file holds, in dispatch order (the run is over and its last
+    /// records were appended with `now_us` = `u64::MAX`, so the file is complete).
+    fn read_back(&mut self) -> Result<Vec<RequestRecord>, CliError> {
+        let (cp, torn) = read_checkpoint(&self.path)?;
+        if torn || cp.records.len() != self.written {
+            return Err(CliError::Report(format!(
+                "the checkpoint {} holds {} of the run's {} records",
+                self.path.display(),
+                cp.records.len(),
+                self.written
+            )));
+        }
+        Ok(cp.records)
+    }
+}
+
+/// Reads a checkpoint file line by line (never its whole text at once): its head with
+/// every record, in dispatch order, and whether its last line was cut off (by a crash:
+/// left out; a damaged line anywhere else is an error).
+fn read_checkpoint(path: &Path) -> Result<(crate::core::report::Checkpoint, bool), CliError> {
+    use std::io::BufRead;
+    let err =
+        |e: std::io::Error| CliError::Report(format!("could not read {}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(err)?;
+    let mut lines = std::io::BufReader::with_capacity(1 << 20, file)
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.as_ref().map_or(true, |l| !l.trim().is_empty()));
+    let mut cp: crate::core::report::Checkpoint = match lines.next() {
+        None => return Err(CliError::Report(format!("{} is empty", path.display()))),
+        Some((_, l)) => crate::core::json::from_str(&l.map_err(err)?)
+            .map_err(|e| CliError::Report(format!("{}: line 1: {e}", path.display())))?,
+    };
+    // A line that does not read is damage unless it is the last.
+    let mut unread: Option<(usize, String)> = None;
+    for (n, l) in lines {
+        let l = l.map_err(err)?;
+        if let Some((m, e)) = unread.take() {
+            return Err(CliError::Report(format!(
+                "{}: line {}: {e}",
+                path.display(),
+                m + 1
+            )));
+        }
+        match crate::core::json::from_str::<RequestRecord>(&l) {
+            Ok(r) => cp.records.push(r),
+            Err(e) => unread = Some((n, e.to_string())),
+        }
+    }
+    crate::core::sort::sort_by_key(&mut cp.records, |r| r.index);
+    Ok((cp, unread.is_some()))
 }
 
 /// `pinbench seal`: a checkpoint into a signed report marked partial.
 pub fn seal(a: &SealArgs) -> Result<(), CliError> {
     fresh_output(&a.out, a.force)?;
-    let text = std::fs::read_to_string(&a.checkpoint)
-        .map_err(|e| CliError::Report(format!("could not read {}: {e}", a.checkpoint.display())))?;
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let mut cp: crate::core::report::Checkpoint = lines
-        .next()
-        .ok_or_else(|| CliError::Report(format!("{} is empty", a.checkpoint.display())))
-        .and_then(|l| {
-            crate::core::json::from_str(l)
-                .map_err(|e| CliError::Report(format!("{}: line 1: {e}", a.checkpoint.display())))
-        })?;
-    let mut torn = 0;
-    for (n, l) in lines.enumerate() {
-        match crate::core::json::from_str::<RequestRecord>(l) {
-            Ok(r) => cp.records.push(r),
-            // The last line may be cut by the crash; anything else is damage.
-            Err(_) if n + 2 == text.lines().filter(|l| !l.trim().is_empty()).count() => torn += 1,
-            Err(e) => {
-                return Err(CliError::Report(format!(
-                    "{}: line {}: {e}",
-                    a.checkpoint.display(),
-                    n + 2
-                )))
-            }
-        }
-    }
-    crate::core::sort::sort_by_key(&mut cp.records, |r| r.index);
+    let (cp, torn) = read_checkpoint(&a.checkpoint)?;
     let n = cp.records.len();
     let body = cp
         .into_body()
@@ -1071,7 +1095,7 @@ pub fn seal(a: &SealArgs) -> Result<(), CliError> {
         a.checkpoint.display(),
         a.out.display(),
         key.key_id(),
-        if torn > 0 {
+        if torn {
             " — its last line was cut off by the interruption and left out"
         } else {
             ""

@@ -37,14 +37,16 @@ pub fn reset_resource_timing() {
 }
 
 /// What a run keeps of one Resource Timing entry of its requests.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct TimingEntry {
     start_us: u64,
     protocol: Option<String>,
     wire: Option<WireTiming>,
 }
 
-/// A run's Resource Timing, read from the scope's buffer when the run ends.
-#[derive(Default)]
+/// A run's Resource Timing, read from the scope's buffer when the run ends (in the run's
+/// worker; the page pairs it to the records it reads back from storage).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ResourceTimings {
     entries: Vec<TimingEntry>,
     /// The buffer was full: entries of later requests were dropped.

@@ -63,12 +63,23 @@ pub struct RunRequest {
     pub search: Option<crate::core::search::SearchPlan>,
 }
 
-/// What a finished run hands back.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// What a finished run hands back. The records the host handed to its checkpoint
+/// ([`HostSink::checkpoint`]) left its memory then: the page reads them back from storage.
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunResult {
-    /// Every record, in dispatch order.
+    /// The records not handed to the checkpoint (requests the session still held when
+    /// it ended), in dispatch order.
     pub records: Vec<RequestRecord>,
+    /// How many records the host handed to the checkpoint.
+    pub handed: u32,
+    /// Parts of the checkpoint the browser's storage refused (JSON arrays of records):
+    /// kept in memory, so the report still has every record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<String>,
+    /// The run's Resource Timing, to pair with the records once they are together.
+    #[serde(default)]
+    pub timings: crate::web::fetch::ResourceTimings,
     /// The measuring loop's environment (its own timer resolution and lag).
     pub env: ClientEnv,
     /// An SLO search's probes and answer, when the run was one.
@@ -193,11 +204,14 @@ struct State {
     timer: Option<i32>,
     wake: Option<Closure<dyn FnMut()>>,
     intervals: Vec<(i32, Closure<dyn FnMut()>)>,
-    /// Records already written into `pending` (JSON text of the records completed since
-    /// the last checkpoint, each written as it completes: one second's records written at
-    /// once held the loop for several ms, delaying chunk timestamps).
-    checkpointed: usize,
+    /// JSON text of the records completed since the last checkpoint, each taken from the
+    /// session and written as it completes (one second's records written at once held
+    /// the loop for several ms, delaying chunk timestamps), and their count.
     pending: (String, u32),
+    /// Records handed to the checkpoint so far.
+    handed: u32,
+    /// Records that could not be written as text (kept for the run's end).
+    unwritten: Vec<RequestRecord>,
     lag: Option<LagMonitor>,
     timer_resolution_us: u64,
 }
@@ -320,22 +334,26 @@ fn publish_progress(st: &Rc<RefCell<State>>) {
     (sink.progress)(p);
 }
 
-/// Writes the records completed since the last call into the pending checkpoint text.
+/// Takes the records completed since the last call from the session into the pending
+/// checkpoint text: once stored they are nowhere in this scope's memory, so a long run's
+/// memory does not grow with its records.
 fn write_completed(st: &Rc<RefCell<State>>) {
     let mut guard = st.borrow_mut();
     let s = &mut *guard;
-    let Some(sess) = s.session.as_ref() else {
+    let Some(sess) = s.session.as_mut() else {
         return;
     };
-    let records = sess.records();
-    for r in records.iter().skip(s.checkpointed) {
-        if let Ok(text) = serde_json::to_string(r) {
-            s.pending.0.push(if s.pending.1 == 0 { '[' } else { ',' });
-            s.pending.0.push_str(&text);
-            s.pending.1 += 1;
+    for r in sess.take_completed() {
+        match serde_json::to_string(&r) {
+            Ok(text) => {
+                s.pending.0.push(if s.pending.1 == 0 { '[' } else { ',' });
+                s.pending.0.push_str(&text);
+                s.pending.1 += 1;
+            }
+            // A record always serialises; were one not to, it stays with the run's end.
+            Err(_) => s.unwritten.push(r),
         }
     }
-    s.checkpointed = records.len();
 }
 
 fn publish_checkpoint(st: &Rc<RefCell<State>>) {
@@ -345,6 +363,7 @@ fn publish_checkpoint(st: &Rc<RefCell<State>>) {
             return;
         }
         let (text, count) = std::mem::take(&mut s.pending);
+        s.handed += count;
         (text, count, s.sink.clone())
     };
     text.push(']');
@@ -353,7 +372,10 @@ fn publish_checkpoint(st: &Rc<RefCell<State>>) {
 
 fn finish(st: &Rc<RefCell<State>>) {
     let now = now_us();
-    let (session, sink, env) = {
+    // The last records go to the checkpoint like every other.
+    write_completed(st);
+    publish_checkpoint(st);
+    let (session, sink, env, handed, unwritten) = {
         let mut s = st.borrow_mut();
         if let Some(h) = s.timer.take() {
             web::clear_timeout(h);
@@ -371,7 +393,8 @@ fn finish(st: &Rc<RefCell<State>>) {
             clock_epoch_us: web::clock_epoch_us(),
             wire_timing_read: None,
         };
-        (s.session.take(), s.sink.clone(), env)
+        let unwritten = std::mem::take(&mut s.unwritten);
+        (s.session.take(), s.sink.clone(), env, s.handed, unwritten)
     };
     let Some(session) = session else { return };
     (sink.progress)(Progress {
@@ -382,6 +405,7 @@ fn finish(st: &Rc<RefCell<State>>) {
     let url = session.url().to_owned();
     let search = session.search();
     let mut records = session.finish(now);
+    records.extend(unwritten);
     wasm_bindgen_futures::spawn_local(async move {
         // Resource Timing entries appear when responses complete; give the last a moment.
         let _ = JsFuture::from(js_sys::Promise::new(&mut |resolve, _| {
@@ -391,9 +415,11 @@ fn finish(st: &Rc<RefCell<State>>) {
         let timings = web::fetch::ResourceTimings::read(&url);
         let mut env = env;
         env.wire_timing_read = timings.read_limit();
-        timings.attach(&mut records);
         (sink.done)(RunResult {
             records,
+            handed,
+            held: Vec::new(),
+            timings,
             env,
             search,
         });
@@ -444,8 +470,9 @@ impl BrowserHost {
                 timer: None,
                 wake: None,
                 intervals: Vec::new(),
-                checkpointed: 0,
                 pending: (String::new(), 0),
+                handed: 0,
+                unwritten: Vec::new(),
                 lag: Some(LagMonitor::start(LAG_PROBE_MS)),
                 timer_resolution_us,
             })

@@ -48,9 +48,18 @@ export function pb_reports() {
 }
 // Checkpoints of runs in progress: a head (key = run key) and parts of records (key#n),
 // written in the order they are asked for (one queue), so a removal never overtakes a write.
+// A part of records is stored gzip-compressed (bytes) where the browser can: a long run's
+// checkpoint takes a fraction of the space; a head, or a part where it cannot, as text.
 let queue = Promise.resolve();
 function queued(f) { const p = queue.then(f, f); queue = p.catch(() => {}); return p; }
-export function pb_ckpt_put(key, text) { return queued(() => withDb((db) => tx(db, "readwrite", (s) => s.put(text, key), CHECKPOINTS))); }
+const gz = typeof CompressionStream === "function" && typeof DecompressionStream === "function";
+async function pipe(data, stream) { return new Response(new Blob([data]).stream().pipeThrough(stream)); }
+async function packed(key, text) { return gz && key.includes("#") ? new Uint8Array(await (await pipe(text, new CompressionStream("gzip"))).arrayBuffer()) : text; }
+async function unpacked(v) { return typeof v === "string" ? v : await (await pipe(v, new DecompressionStream("gzip"))).text(); }
+export function pb_ckpt_put(key, text) {
+  const value = packed(key, text);
+  return queued(async () => { const v = await value; return withDb((db) => tx(db, "readwrite", (s) => s.put(v, key), CHECKPOINTS)); });
+}
 // Settles when every checkpoint write this scope has asked for so far has settled.
 export function pb_ckpt_settled() { return queue; }
 export function pb_ckpt_remove(key) {
@@ -63,7 +72,14 @@ export function pb_ckpt_all() {
   return queued(() => withDb(async (db) => {
     const keys = await tx(db, "readonly", (s) => s.getAllKeys(), CHECKPOINTS);
     const values = await tx(db, "readonly", (s) => s.getAll(), CHECKPOINTS);
-    return keys.map((k, i) => [String(k), values[i]]);
+    return Promise.all(keys.map(async (k, i) => [String(k), await unpacked(values[i])]));
+  }));
+}
+// The parts of one checkpoint, in order, as text.
+export function pb_ckpt_parts(key) {
+  return queued(() => withDb(async (db) => {
+    const values = await tx(db, "readonly", (s) => s.getAll(IDBKeyRange.bound(key + "#", key + "#\uffff")), CHECKPOINTS);
+    return Promise.all(values.map(unpacked));
   }));
 }
 // A run holds a Web Lock named after it while it goes: other tabs see it live.
@@ -140,6 +156,8 @@ extern "C" {
     #[wasm_bindgen(catch)]
     fn pb_ckpt_all() -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch)]
+    fn pb_ckpt_parts(key: &str) -> Result<js_sys::Promise, JsValue>;
+    #[wasm_bindgen(catch)]
     fn pb_locks_held() -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch)]
     fn pb_persist() -> Result<js_sys::Promise, JsValue>;
@@ -201,6 +219,20 @@ pub async fn checkpoint_remove(key: &str) -> Result<(), String> {
 /// Every checkpoint item: (key, text).
 pub async fn checkpoint_items() -> Result<Vec<(String, String)>, String> {
     string_pairs(pb_ckpt_all()).await
+}
+
+/// The texts of one checkpoint's parts (`key#n`), in order.
+pub async fn checkpoint_parts(key: &str) -> Result<Vec<String>, String> {
+    let v = JsFuture::from(pb_ckpt_parts(key).map_err(js)?)
+        .await
+        .map_err(js)?;
+    js_sys::Array::from(&v)
+        .iter()
+        .map(|t| {
+            t.as_string()
+                .ok_or_else(|| "a checkpoint part is not text".to_owned())
+        })
+        .collect()
 }
 
 /// Holds a Web Lock named `name` until the returned function is called (`None` where the

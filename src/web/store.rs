@@ -1,6 +1,10 @@
 //! What the browser keeps: in `localStorage` the signing key, an API key only when the
 //! user ticks "remember" and the trust list; in IndexedDB the checkpoints of runs in
-//! progress (one per run id, their records in bounded parts).
+//! progress (one per run id, their records in bounded parts, gzip-compressed where the
+//! browser has `CompressionStream`).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 use crate::core::record::RequestRecord;
 use crate::core::report::Checkpoint;
@@ -138,18 +142,23 @@ pub async fn append_checkpoint_records(
 
 /// Writes a run's completed records as the parts of its checkpoint (`key#n`, in order)
 /// from the scope that runs it: the run's worker writes them itself, so the records
-/// never pass through the page's main thread while the run goes.
+/// never pass through the page's main thread while the run goes. A part the browser's
+/// storage refuses is held in memory ([`Self::take_held`]): the run's report still has
+/// every record. Clones write the same checkpoint.
+#[derive(Clone)]
 pub struct PartWriter {
-    key: String,
-    next: std::cell::Cell<u32>,
+    key: Rc<str>,
+    next: Rc<Cell<u32>>,
+    held: Rc<RefCell<Vec<String>>>,
 }
 
 impl PartWriter {
     /// A writer of the checkpoint under `key`, from its first part.
     pub fn new(key: String) -> Self {
         Self {
-            key,
-            next: std::cell::Cell::new(0),
+            key: key.into(),
+            next: Rc::new(Cell::new(0)),
+            held: Rc::default(),
         }
     }
 
@@ -163,12 +172,37 @@ impl PartWriter {
     ) {
         let n = self.next.get();
         self.next.set(n + 1);
-        let key = self.key.clone();
+        let (key, held) = (self.key.clone(), self.held.clone());
         wasm_bindgen_futures::spawn_local(async move {
             let stored = append_checkpoint_records(&key, n, &text).await;
+            if stored.is_err() {
+                held.borrow_mut().push(text);
+            }
             written(count, stored);
         });
     }
+
+    /// The parts storage refused so far (JSON arrays of records), taken.
+    pub fn take_held(&self) -> Vec<String> {
+        std::mem::take(&mut *self.held.borrow_mut())
+    }
+}
+
+/// The records of a run's checkpoint `key` (its parts, in order), as the run's host
+/// stored them: a finished run's report is built from them.
+pub async fn checkpoint_records(key: &str) -> Result<Vec<RequestRecord>, String> {
+    let mut out = Vec::new();
+    for (n, text) in crate::web::keystore::checkpoint_parts(key)
+        .await?
+        .iter()
+        .enumerate()
+    {
+        out.extend(
+            crate::core::json::from_str::<Vec<RequestRecord>>(text)
+                .map_err(|e| format!("part {n} of the run's checkpoint does not read: {e}"))?,
+        );
+    }
+    Ok(out)
 }
 
 /// Removes a checkpoint and all its parts (in IndexedDB, and in `localStorage` where

@@ -5,9 +5,10 @@
 //! the `.wasm` the page loaded, then calls [`worker_main`]); `main` does not mount the UI
 //! when there is no `window`. Page and worker exchange JSON text messages:
 //! page → worker [`ToWorker`], worker → page [`FromWorker`] (progress 4 times a second,
-//! a note for each part of the checkpoint the worker wrote, all records at the end). The
-//! worker writes the checkpoint's parts to IndexedDB itself: the page's main thread never
-//! handles the records while the run goes.
+//! a note for each part of the checkpoint the worker wrote, the run's end). The worker
+//! writes the checkpoint's parts to IndexedDB itself and lets go of each record once it
+//! is written: the page's main thread never handles the records while the run goes, and
+//! at the end reads them back from storage to build the report.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -58,7 +59,7 @@ pub enum FromWorker {
     },
     /// The run is over (after every checkpoint write settled).
     Done {
-        /// Records and environment.
+        /// What the checkpoint does not hold, and the environment.
         result: Box<RunResult>,
     },
     /// The worker could not run the request.
@@ -91,6 +92,7 @@ pub fn worker_main() {
                     // The worker stores its completed records itself: they never pass
                     // through the page's main thread while the run goes.
                     let writer = run.checkpoint_key.clone().map(PartWriter::new);
+                    let held = writer.clone();
                     let sink = HostSink {
                         progress: Box::new(move |progress| {
                             post(&a, &FromWorker::Progress { progress })
@@ -104,12 +106,14 @@ pub fn worker_main() {
                                 });
                             }
                         }),
-                        done: Box::new(move |result| {
-                            let c = c.clone();
-                            // The page removes the checkpoint once it has the report: no
-                            // write of this worker may land after that.
+                        done: Box::new(move |mut result| {
+                            let (c, held) = (c.clone(), held.clone());
+                            // The page reads the records back from the checkpoint (and
+                            // removes it once it has the report): every write of this
+                            // worker settles first.
                             wasm_bindgen_futures::spawn_local(async move {
                                 checkpoint_writes_settled().await;
+                                result.held = held.map(|w| w.take_held()).unwrap_or_default();
                                 post(
                                     &c,
                                     &FromWorker::Done {

@@ -251,6 +251,22 @@ try {
     const seen = Number(/completed ([0-9]+)/.exec(await page.getByTestId("live").textContent())[1]);
     // The worker hands completed records to the page's checkpoint every second.
     await page.waitForTimeout(1500);
+    // Its parts are stored gzip-compressed (bytes), its head as text.
+    const stored = await page.evaluate(() => new Promise((resolve, reject) => {
+      const r = indexedDB.open("pinbench");
+      r.onerror = () => reject(r.error);
+      r.onsuccess = () => {
+        const s = r.result.transaction("checkpoints", "readonly").objectStore("checkpoints");
+        const keys = s.getAllKeys(), values = s.getAll();
+        values.onsuccess = () => {
+          const kind = (x) => typeof x === "string" ? "text" : (x instanceof Uint8Array && x[0] === 0x1f && x[1] === 0x8b) ? "gzip" : "other";
+          resolve(keys.result.map((k, i) => [String(k), kind(values.result[i])]));
+          r.result.close();
+        };
+      };
+    }));
+    const parts = stored.filter(([k]) => k.includes("#")), heads = stored.filter(([k]) => !k.includes("#"));
+    check(parts.length > 0 && parts.every(([, f]) => f === "gzip") && heads.length === 1 && heads[0][1] === "text", `a run's checkpoint: its parts gzip-compressed, its head text (${stored.map(([k, f]) => `${k.slice(-9)} ${f}`).join(", ")})`);
     // A second tab sees the run as live there, not as interrupted.
     const { page: second } = await newPage(ctx);
     await second.getByTestId("run-live-elsewhere").waitFor({ timeout: 5000 });

@@ -5,8 +5,9 @@
 // of every Chromium process of this browser (/proc), by process type (renderer: the page
 // and its worker; gpu; utility: the network service; browser), and prints a table; at the
 // end the report's size per request, the worker's event-loop lag and the client verdict.
-// The memory growth per request over the run, and the last tenth of the run against the
-// first tenth after warm-up, say whether memory is bounded.
+// The memory growth per request over the run, and the last ten minutes against the first ten
+// after warm-up (a tenth of the run each, for runs under 30 minutes), say whether memory is
+// bounded.
 // Usage: node tests/e2e/soak_bench.mjs dist [concurrency=32] [seconds=600] [sample_s=30]
 // (needs dist/ and the debug reference server; docs/MEASUREMENTS.md has the figures)
 import fs from "node:fs";
@@ -122,10 +123,15 @@ try {
     const [a, b] = [s[1], s[s.length - 1]];
     const per = (k) => ((b[k] - a[k]) * 1e6 / (b.n - a.n) / 1e3).toFixed(1);
     console.log(`growth per request (${a.n} → ${b.n}): renderer ${per("renderer")} KB, utility ${per("utility")} KB, browser ${per("browser")} KB, total ${per("total")} KB`);
-    const tenth = Math.max(1, Math.floor(s.length / 10));
+    // Windows: ten minutes on a run of 30 minutes or more (the first from the second
+    // sample, after the run's warm-up), else a tenth of the run.
+    const win = SECONDS >= 1800 ? 600 : SECONDS / 10;
+    const w0 = s[1].t;
+    const end = s[s.length - 1].t;
     const mean = (xs) => xs.reduce((x, y) => x + y.total, 0) / xs.length;
-    const first = mean(s.slice(1, 1 + tenth)), last = mean(s.slice(-tenth));
-    console.log(`total resident: first tenth after warm-up ${first.toFixed(0)} MB, last tenth ${last.toFixed(0)} MB (${((last / first - 1) * 100).toFixed(1)} %)`);
+    const firstW = s.filter((x) => x.t >= w0 && x.t < w0 + win), lastW = s.filter((x) => x.t > end - win);
+    const first = mean(firstW), last = mean(lastW);
+    console.log(`total resident: ${w0.toFixed(0)}–${(w0 + win).toFixed(0)} s ${first.toFixed(0)} MB (${firstW.length} samples), last ${win.toFixed(0)} s ${last.toFixed(0)} MB (${lastW.length} samples): ${((last / first - 1) * 100).toFixed(1)} % — ${Math.abs(last / first - 1) <= 0.1 ? "flat (within 10 %)" : "NOT within 10 %"}`);
   }
 } finally {
   try { process.kill(-chrome.pid, "SIGKILL"); } catch { /* gone */ }

@@ -53,6 +53,9 @@ pub struct RunContext {
     key: String,
     /// Parts of the records written so far, and parts that did not fit in storage.
     parts: std::cell::Cell<(u32, u32)>,
+    /// The writer of the checkpoint's parts on this page (a run on the main thread, or
+    /// every record again after a failed signing).
+    writer: store::PartWriter,
     /// Host time of the progress last shown, µs.
     progress_shown_us: std::cell::Cell<u64>,
     listener: wasm_bindgen::closure::Closure<dyn FnMut()>,
@@ -92,6 +95,7 @@ impl RunContext {
                 search,
                 key,
                 parts: std::cell::Cell::new((0, 0)),
+                writer: store::PartWriter::new(key_for_lock.clone()),
                 progress_shown_us: std::cell::Cell::new(0),
                 listener,
                 lock: keystore::hold_lock(&key_for_lock),
@@ -251,7 +255,7 @@ impl RunSinks {
     /// A writer of this run's checkpoint parts on the page (a run on the main thread,
     /// or every record again after a failed signing).
     fn page_writer(&self) -> impl Fn(String, u32) {
-        let writer = store::PartWriter::new(self.ctx.key.clone());
+        let writer = self.ctx.writer.clone();
         let me = self.clone();
         move |text, count| {
             let me = me.clone();
@@ -272,18 +276,24 @@ impl RunSinks {
         if let Some(url) = &self.collect {
             post_to_collector(&format!("{url}?event=stage&name=signing"), "{}".into());
         }
-        let finished = lifecycle::Finished {
-            created: ctx.created.clone(),
-            cfg: ctx.cfg.clone(),
-            slo: ctx.slo,
-            probes: ctx.probes.clone(),
-            env: result.env,
-            records: result.records.clone(),
-            search: result.search.clone(),
-        };
-        // Signing may wait on WebCrypto: the rest happens when it answers.
+        // Reading the records back and signing wait on storage and WebCrypto: the rest
+        // happens when they answer.
         let me = self.clone();
         spawn_local(async move {
+            let result = match me.gather(result).await {
+                Ok(r) => r,
+                Err(e) => return me.on_failed(format!("{e} The records stay in this browser's checkpoint: reload the page to sign what it holds.")),
+            };
+            let ctx = &me.ctx;
+            let finished = lifecycle::Finished {
+                created: ctx.created.clone(),
+                cfg: ctx.cfg.clone(),
+                slo: ctx.slo,
+                probes: ctx.probes.clone(),
+                env: result.env.clone(),
+                records: result.records.clone(),
+                search: result.search.clone(),
+            };
             let signed = match keystore::signer().await {
                 Ok(s) => lifecycle::finish(finished, &s)
                     .await
@@ -292,6 +302,39 @@ impl RunSinks {
             };
             me.on_signed(signed, result, page_lag);
         });
+    }
+
+    /// Every record of a finished run together, in dispatch order: those its host stored
+    /// (read back from the checkpoint: they left the host's memory once written), the
+    /// parts storage refused (held in memory) and those the host still held at the end;
+    /// then paired with the run's Resource Timing.
+    async fn gather(&self, mut result: RunResult) -> Result<RunResult, String> {
+        // A run on this page: its own writes settle first (a worker's settled before it
+        // reported its end).
+        keystore::checkpoint_writes_settled().await;
+        let mut records = store::checkpoint_records(&self.ctx.key).await?;
+        let mut held = std::mem::take(&mut result.held);
+        held.extend(self.ctx.writer.take_held());
+        for part in &held {
+            records.extend(
+                crate::core::json::from_str::<Vec<crate::core::record::RequestRecord>>(part)
+                    .map_err(|e| {
+                        format!("A part of the run's records held in memory does not read: {e}.")
+                    })?,
+            );
+        }
+        if records.len() != result.handed as usize {
+            return Err(format!(
+                "The run's checkpoint gave back {} of the {} records its host stored.",
+                records.len(),
+                result.handed
+            ));
+        }
+        records.append(&mut result.records);
+        crate::core::sort::sort_by_key(&mut records, |r| r.index);
+        std::mem::take(&mut result.timings).attach(&mut records);
+        result.records = records;
+        Ok(result)
     }
 
     /// The end of a run once its report is signed (or could not be).

@@ -243,7 +243,11 @@ pub struct RunSession {
     step_gap_until: Option<u64>,
     next_index: u32,
     in_flight: InFlightList,
+    /// Records completed and not yet taken by the host ([`Self::take_completed`]).
     records: Vec<RequestRecord>,
+    /// Copies of taken records of an SLO search's steps not yet judged (the host took
+    /// them for storage; the step's verdict still needs them).
+    step_kept: Vec<RequestRecord>,
     phases: Vec<(u32, Phase)>,
     progress: Progress,
     /// TTFT and TPOT of completed requests, for the live quantiles.
@@ -299,6 +303,7 @@ impl RunSession {
             next_index: 0,
             in_flight: InFlightList::default(),
             records: Vec::new(),
+            step_kept: Vec::new(),
             phases: Vec::new(),
             live: (Hist::new(), Hist::new()),
             search: None,
@@ -354,7 +359,7 @@ impl RunSession {
                 .and_then(|l| dimension.of(l));
             match (
                 load,
-                crate::search::step_figures(&self.cfg, k, &self.records),
+                crate::search::step_figures(&self.cfg, k, &self.unjudged_records()),
             ) {
                 (Some(load), Some(f)) => {
                     s.record(load, &f);
@@ -365,13 +370,28 @@ impl RunSession {
         Some(s.finish())
     }
 
+    /// The records an SLO search's unjudged steps may need: those the host has not
+    /// taken, and the copies of those it took.
+    fn unjudged_records(&self) -> std::borrow::Cow<'_, [RequestRecord]> {
+        if self.step_kept.is_empty() {
+            std::borrow::Cow::Borrowed(&self.records[..])
+        } else {
+            std::borrow::Cow::Owned(
+                self.step_kept
+                    .iter()
+                    .chain(&self.records)
+                    .cloned()
+                    .collect(),
+            )
+        }
+    }
+
     /// A search's step `k` ended: judges its probe and adds the next, if the rule asks
     /// for one. A step without records ends the search (its rule would ask for it again).
     fn judge_probe(&mut self, k: usize) {
-        let Some((search, base)) = self.search.as_mut() else {
+        let Some(dimension) = self.search.as_ref().map(|(s, _)| s.plan().dimension) else {
             return;
         };
-        let dimension = search.plan().dimension;
         let Some(load) = self
             .cfg
             .load
@@ -382,7 +402,13 @@ impl RunSession {
         else {
             return;
         };
-        let Some(figures) = crate::search::step_figures(&self.cfg, k, &self.records) else {
+        let Some(figures) = crate::search::step_figures(&self.cfg, k, &self.unjudged_records())
+        else {
+            return;
+        };
+        // The step is judged: the copies kept for it are not needed any more.
+        self.step_kept.retain(|r| r.step as usize > k);
+        let Some((search, base)) = self.search.as_mut() else {
             return;
         };
         search.record(load, &figures);
@@ -1054,9 +1080,26 @@ impl RunSession {
         p
     }
 
-    /// Records of the requests completed so far, in completion order (a checkpoint).
+    /// Records of the requests completed and not yet taken ([`Self::take_completed`]),
+    /// in completion order.
     pub fn records(&self) -> &[RequestRecord] {
         &self.records
+    }
+
+    /// Takes the records completed since the last call, in completion order: a host
+    /// that stores them as they complete (its checkpoint) lets the session drop them, so
+    /// a long run's memory does not grow with its records; the report is then built from
+    /// what the host stored and what [`Self::finish`] returns. The live figures are kept
+    /// in histograms; an SLO search keeps a copy of its current step's records until the
+    /// step is judged.
+    pub fn take_completed(&mut self) -> Vec<RequestRecord> {
+        let taken = std::mem::take(&mut self.records);
+        if let Some((s, _)) = &self.search {
+            let judged = s.probes();
+            self.step_kept
+                .extend(taken.iter().filter(|r| r.step as usize >= judged).cloned());
+        }
+        taken
     }
 
     /// The phase each dispatch was given, in dispatch order (the scheduler's view, which
@@ -1065,8 +1108,9 @@ impl RunSession {
         &self.phases
     }
 
-    /// Ends the session at `now_us` and returns every record in dispatch order; a
-    /// request still in flight (the host gave up on it) is recorded as aborted.
+    /// Ends the session at `now_us` and returns every record not taken
+    /// ([`Self::take_completed`]) in dispatch order; a request still in flight (the host
+    /// gave up on it) is recorded as aborted.
     pub fn finish(mut self, now_us: u64) -> Vec<RequestRecord> {
         let left = std::mem::take(&mut self.in_flight);
         for (_, f) in left.0 {

@@ -71,6 +71,9 @@ struct SimNet {
     /// A server with this many slots: when each frees, µs (`None`: unlimited). A request
     /// sent while every slot is busy waits, first come first served, for the first free.
     slots: Option<Vec<u64>>,
+    /// The host takes the completed records after every event, as a host that stores
+    /// them does (`take_completed`); they are handed back with `finish`'s.
+    drain: bool,
 }
 
 impl SimNet {
@@ -93,6 +96,7 @@ impl SimNet {
             last_progress: None,
             handover_us: 0,
             slots: None,
+            drain: false,
         }
     }
 
@@ -178,6 +182,7 @@ fn drive_seeing(
     let mut wake = s.poll(net.now, net);
     net.live_after_poll.push((net.now, net.live.len()));
     let mut stopped = false;
+    let mut taken = Vec::new();
     for _ in 0..10_000_000 {
         if wake == Wake::Finished {
             break;
@@ -253,13 +258,19 @@ fn drive_seeing(
         }
         wake = s.poll(t, net);
         net.live_after_poll.push((t, net.live.len()));
+        if net.drain {
+            taken.extend(s.take_completed());
+            assert!(s.records().is_empty(), "taken records leave the session");
+        }
     }
     assert_eq!(wake, Wake::Finished, "the run ends");
     let phases = s.dispatch_phases().to_vec();
     net.last_progress = Some(s.progress());
     last(&s);
     let now = net.now;
-    (s.finish(now), phases)
+    taken.extend(s.finish(now));
+    crate::sort::sort_by_key(&mut taken, |r| r.index);
+    (taken, phases)
 }
 
 /// Every dispatched request yields exactly one record, with its index.
@@ -677,6 +688,54 @@ fn an_slo_search_probes_step_by_step_and_finds_the_knee() {
             in_flight_cap: 8
         }]
     ));
+}
+
+/// A host that takes every record as it completes (and stores it) gets the same records,
+/// progress and SLO search as one that takes them all at the end: the session keeps only
+/// an unjudged search step's copies, and none once the run is over.
+#[test]
+fn records_taken_as_they_complete_change_nothing() {
+    let cfg = config(&[
+        ("concurrency", "4"),
+        ("warmup", "1s"),
+        ("measured", "3s"),
+        ("cooldown", "0"),
+    ]);
+    let plan = crate::search::SearchPlan {
+        dimension: crate::search::SearchDimension::Concurrency,
+        min: 1,
+        max: 32,
+        resolution: 1,
+        targets: vec![crate::search::SloTarget::parse("ttft:p99<=30ms").expect("slo")],
+    };
+    let run = |drain: bool, search: bool| {
+        let mut s = RunSession::new(cfg.clone(), Calibration::default(), [7; 32], 0);
+        if search {
+            s.set_search(plan.clone()).expect("search");
+        }
+        let mut net = SimNet::new(20_000, 5_000);
+        net.slots = Some(vec![0; 4]);
+        net.drain = drain;
+        let mut seen = None;
+        let (records, phases) = drive_seeing(s, &mut net, None, |s| {
+            seen = Some((s.search(), s.records().len(), s.step_kept.len()))
+        });
+        let (found, left, kept) = seen.expect("seen");
+        (records, phases, found, net.last_progress, left, kept)
+    };
+    for search in [false, true] {
+        let kept = run(false, search);
+        let taken = run(true, search);
+        assert!(!kept.0.is_empty());
+        assert_eq!(taken.0, kept.0, "the same records (search: {search})");
+        assert_eq!(taken.1, kept.1);
+        assert_eq!(taken.2, kept.2, "the same search");
+        assert_eq!(taken.3, kept.3, "the same progress");
+        assert_eq!((taken.4, taken.5), (0, 0), "nothing held at the end");
+        assert_eq!(kept.4, kept.0.len(), "the records stay when not taken");
+    }
+    let found = run(true, true).2.expect("a search");
+    assert_eq!(found.found, Some(4), "{found:?}");
 }
 
 fn checkpoint_env() -> ClientEnv {
