@@ -290,7 +290,7 @@ impl RunSinks {
                 cfg: ctx.cfg.clone(),
                 slo: ctx.slo,
                 probes: ctx.probes.clone(),
-                env: result.env.clone(),
+                env: result.env,
                 records: result.records.clone(),
                 search: result.search.clone(),
             };
