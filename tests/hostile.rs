@@ -225,7 +225,7 @@ fn server_counts_beyond_2_53_do_not_lose_the_report() {
         event_loop_lag_max_us: 0,
         host: None,
         clock_epoch_us: None,
-        wire_timing_read: None,
+        ..Default::default()
     };
     let body = ReportBody::build(
         "2026-12-01T00:00:00.000Z".into(),

@@ -60,7 +60,7 @@ fn source(seed: u64, epoch_us: Option<u64>, output: &str, sign: bool) -> Source 
         event_loop_lag_max_us: 900,
         host: None,
         clock_epoch_us: epoch_us,
-        wire_timing_read: None,
+        ..Default::default()
     };
     let tokens = output.parse().expect("a count");
     let body = ReportBody::build(

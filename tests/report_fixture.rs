@@ -77,7 +77,7 @@ fn fixture() -> String {
         event_loop_lag_max_us: 1_200,
         host: None,
         clock_epoch_us: None,
-        wire_timing_read: None,
+        ..Default::default()
     };
     let slo = Some(Slo {
         ttft_us: Some(25_000),

@@ -161,7 +161,7 @@ fn env() -> ClientEnv {
         event_loop_lag_max_us: 200,
         host: Some(RunHost::Worker),
         clock_epoch_us: None,
-        wire_timing_read: None,
+        ..Default::default()
     }
 }
 

@@ -161,7 +161,7 @@ fn build(s: &Spec) -> Result<String, String> {
         event_loop_lag_max_us: 3_000,
         host: None,
         clock_epoch_us: None,
-        wire_timing_read: None,
+        ..Default::default()
     };
     let body = ReportBody::build(
         "2026-11-29T12:00:00.000Z".into(),

@@ -221,18 +221,13 @@ pub async fn checkpoint_items() -> Result<Vec<(String, String)>, String> {
     string_pairs(pb_ckpt_all()).await
 }
 
-/// The texts of one checkpoint's parts (`key#n`), in order.
-pub async fn checkpoint_parts(key: &str) -> Result<Vec<String>, String> {
+/// One checkpoint's parts (`key#n`), in order, as JS strings (each is read into the
+/// wasm memory and parsed on its own: a long run's parts are never all copied at once).
+pub async fn checkpoint_parts(key: &str) -> Result<js_sys::Array, String> {
     let v = JsFuture::from(pb_ckpt_parts(key).map_err(js)?)
         .await
         .map_err(js)?;
-    js_sys::Array::from(&v)
-        .iter()
-        .map(|t| {
-            t.as_string()
-                .ok_or_else(|| "a checkpoint part is not text".to_owned())
-        })
-        .collect()
+    Ok(js_sys::Array::from(&v))
 }
 
 /// Holds a Web Lock named `name` until the returned function is called (`None` where the

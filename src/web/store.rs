@@ -191,14 +191,14 @@ impl PartWriter {
 /// The records of a run's checkpoint `key` (its parts, in order), as the run's host
 /// stored them: a finished run's report is built from them.
 pub async fn checkpoint_records(key: &str) -> Result<Vec<RequestRecord>, String> {
+    let parts = crate::web::keystore::checkpoint_parts(key).await?;
     let mut out = Vec::new();
-    for (n, text) in crate::web::keystore::checkpoint_parts(key)
-        .await?
-        .iter()
-        .enumerate()
-    {
+    for (n, part) in parts.iter().enumerate() {
+        let text = part
+            .as_string()
+            .ok_or_else(|| format!("part {n} of the run's checkpoint is not text"))?;
         out.extend(
-            crate::core::json::from_str::<Vec<RequestRecord>>(text)
+            crate::core::json::from_str::<Vec<RequestRecord>>(&text)
                 .map_err(|e| format!("part {n} of the run's checkpoint does not read: {e}"))?,
         );
     }

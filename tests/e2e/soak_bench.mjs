@@ -92,7 +92,12 @@ const chrome = spawn(process.env.CHROMIUM ?? "/usr/bin/chromium", [
   "--disable-renderer-backgrounding", "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
   `--user-data-dir=${dir}`, link,
 ], { stdio: "ignore", detached: true });
-const truth = async () => (await (await fetch(`http://127.0.0.1:${ref.http}/truth?since=0`)).json()).length;
+// Requests so far from the server's token counter (its truth keeps only the last 100,000
+// requests, and reading it whole every sample would load the run it measures).
+const truth = async () => {
+  const text = await (await fetch(`http://127.0.0.1:${ref.http}/metrics`)).text();
+  return Math.floor(Number(/^pinbench:tokens_total (\d+)/m.exec(text)?.[1]) / Number(pins.output_tokens));
+};
 const samples = [];
 const t0 = Date.now();
 const fmt = (x) => x.toFixed(0).padStart(7);

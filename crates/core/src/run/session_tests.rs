@@ -505,7 +505,7 @@ fn open_loop_cap_shows_queueing_instead_of_hiding_it() {
         event_loop_lag_max_us: 0,
         host: None,
         clock_epoch_us: None,
-        wire_timing_read: None,
+        ..Default::default()
     };
     let v = metrics::client_verdict(&records, &summary, env, false);
     assert!(v.invalid);
@@ -746,7 +746,7 @@ fn checkpoint_env() -> ClientEnv {
         event_loop_lag_max_us: 0,
         host: None,
         clock_epoch_us: None,
-        wire_timing_read: None,
+        ..Default::default()
     }
 }
 

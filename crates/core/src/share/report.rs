@@ -890,7 +890,7 @@ pub(crate) mod tests {
             event_loop_lag_max_us: 900,
             host: None,
             clock_epoch_us: None,
-            wire_timing_read: None,
+            ..Default::default()
         };
         let body = ReportBody::build(
             "2026-11-29T15:00:00Z".into(),

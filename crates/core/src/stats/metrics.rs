@@ -1089,7 +1089,8 @@ pub fn summarize(records: &[RequestRecord], plan: &MetricsPlan) -> Result<Summar
 }
 
 /// What the browser environment was like during the run (measured by the web layer).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// `Default` is an environment that measured nothing (tests, fixtures).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientEnv {
     /// Smallest observed `performance.now()` step, µs.
@@ -1639,7 +1640,7 @@ mod tests {
             event_loop_lag_max_us: 500,
             host: None,
             clock_epoch_us: None,
-            wire_timing_read: None,
+            ..Default::default()
         };
         let v = client_verdict(&records, &summary, env, false);
         assert!(v.invalid);
@@ -1733,7 +1734,6 @@ mod tests {
         assert!(v.findings[0].contains("first 4 requests only"));
         // The same records from a host that read every entry: the server hid them.
         let all = ClientEnv {
-            wire_timing_read: None,
             ..env
         };
         let v = client_verdict(&records, &summary, all, false);
@@ -1772,7 +1772,7 @@ mod tests {
             event_loop_lag_max_us: 500,
             host: Some(host),
             clock_epoch_us: None,
-            wire_timing_read: None,
+            ..Default::default()
         };
         let native = client_verdict(&records, &summary, env(RunHost::Native), true);
         assert!(!native.invalid, "{:?}", native.findings);
