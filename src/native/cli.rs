@@ -1076,7 +1076,7 @@ fn read_checkpoint(path: &Path) -> Result<(crate::core::report::Checkpoint, bool
             Err(e) => unread = Some((n, e.to_string())),
         }
     }
-    crate::core::sort::sort_by_key(&mut cp.records, |r| r.index);
+    crate::core::record::sort_by_index(&mut cp.records);
     Ok((cp, unread.is_some()))
 }
 

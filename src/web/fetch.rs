@@ -36,19 +36,18 @@ pub fn reset_resource_timing() {
     }
 }
 
-/// What a run keeps of one Resource Timing entry of its requests.
+/// What a run keeps of one Resource Timing entry of its requests: its start, µs, its
+/// protocol and its wire timing. A tuple: the worker sends it to the page as a JSON array
+/// (a struct's field names would cost the bundle their readers).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct TimingEntry {
-    start_us: u64,
-    protocol: Option<String>,
-    wire: Option<WireTiming>,
-}
+pub struct TimingEntry(u64, Option<String>, Option<WireTiming>);
 
 /// A run's Resource Timing, read from the scope's buffer when the run ends (in the run's
 /// worker; the page pairs it to the records it reads back from storage).
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Default)]
 pub struct ResourceTimings {
-    entries: Vec<TimingEntry>,
+    /// The entries of the run's requests.
+    pub entries: Vec<TimingEntry>,
     /// The buffer was full: entries of later requests were dropped.
     full: bool,
 }
@@ -69,16 +68,16 @@ impl ResourceTimings {
             .filter(|e| e.name() == url)
         {
             let proto = e.next_hop_protocol();
-            out.entries.push(TimingEntry {
-                start_us: us(e.start_time()),
-                protocol: (!proto.is_empty()).then_some(proto),
-                wire: (e.request_start() > 0.0).then(|| WireTiming {
+            out.entries.push(TimingEntry(
+                us(e.start_time()),
+                (!proto.is_empty()).then_some(proto),
+                (e.request_start() > 0.0).then(|| WireTiming {
                     connect_start_us: us(e.connect_start()),
                     request_start_us: us(e.request_start()),
                     response_start_us: us(e.response_start()),
                     response_end_us: us(e.response_end()),
                 }),
-            });
+            ));
         }
         perf.clear_resource_timings();
         out
@@ -95,30 +94,30 @@ impl ResourceTimings {
     /// entry whose start is nearest its `t_send`, within 50 ms, so concurrent requests to
     /// the same URL each get their own entry. Cross-origin entries are only detailed when
     /// the server sends `Timing-Allow-Origin`.
-    pub fn attach(mut self, records: &mut [RequestRecord]) {
-        crate::core::sort::sort_by_key(&mut self.entries, |e| e.start_us);
+    pub fn attach(mut entries: Vec<TimingEntry>, records: &mut [RequestRecord]) {
+        crate::core::sort::sort_by_key(&mut entries, |e| e.0);
         let mut order: Vec<usize> = (0..records.len()).collect();
         crate::core::sort::sort_by_key(&mut order, |&i| (records[i].t_send_us, i));
-        let mut used = vec![false; self.entries.len()];
+        let mut used = vec![false; entries.len()];
         for i in order {
             let rec = &mut records[i];
-            let pos = self.entries.partition_point(|e| e.start_us < rec.t_send_us);
+            let pos = entries.partition_point(|e| e.0 < rec.t_send_us);
             let mut best: Option<(u64, usize)> = None;
-            let window = pos.saturating_sub(64)..(pos + 64).min(self.entries.len());
+            let window = pos.saturating_sub(64)..(pos + 64).min(entries.len());
             for k in window.filter(|&k| !used[k]) {
-                let d = self.entries[k].start_us.abs_diff(rec.t_send_us);
+                let d = entries[k].0.abs_diff(rec.t_send_us);
                 if d <= 50_000 && best.is_none_or(|(bd, _)| d < bd) {
                     best = Some((d, k));
                 }
             }
             let Some((_, k)) = best else { continue };
             used[k] = true;
-            let e = &mut self.entries[k];
-            if let Some(p) = e.protocol.take() {
+            let e = &mut entries[k];
+            if let Some(p) = e.1.take() {
                 rec.protocol = Some(p);
             }
-            if e.wire.is_some() {
-                rec.wire = e.wire;
+            if e.2.is_some() {
+                rec.wire = e.2;
             }
         }
     }

@@ -79,7 +79,7 @@ pub struct RunResult {
     pub held: Vec<String>,
     /// The run's Resource Timing, to pair with the records once they are together.
     #[serde(default)]
-    pub timings: crate::web::fetch::ResourceTimings,
+    pub timings: Vec<crate::web::fetch::TimingEntry>,
     /// The measuring loop's environment (its own timer resolution and lag).
     pub env: ClientEnv,
     /// An SLO search's probes and answer, when the run was one.
@@ -210,8 +210,6 @@ struct State {
     pending: (String, u32),
     /// Records handed to the checkpoint so far.
     handed: u32,
-    /// Records that could not be written as text (kept for the run's end).
-    unwritten: Vec<RequestRecord>,
     lag: Option<LagMonitor>,
     timer_resolution_us: u64,
 }
@@ -343,16 +341,14 @@ fn write_completed(st: &Rc<RefCell<State>>) {
     let Some(sess) = s.session.as_mut() else {
         return;
     };
+    // A record always serialises (were one not to, the page's count of what was
+    // stored would not match and the run would say so).
     for r in sess.take_completed() {
-        match serde_json::to_string(&r) {
-            Ok(text) => {
-                s.pending.0.push(if s.pending.1 == 0 { '[' } else { ',' });
-                s.pending.0.push_str(&text);
-                s.pending.1 += 1;
-            }
-            // A record always serialises; were one not to, it stays with the run's end.
-            Err(_) => s.unwritten.push(r),
+        if let Ok(text) = serde_json::to_string(&r) {
+            s.pending.0.push(if s.pending.1 == 0 { '[' } else { ',' });
+            s.pending.0.push_str(&text);
         }
+        s.pending.1 += 1;
     }
 }
 
@@ -375,7 +371,7 @@ fn finish(st: &Rc<RefCell<State>>) {
     // The last records go to the checkpoint like every other.
     write_completed(st);
     publish_checkpoint(st);
-    let (session, sink, env, handed, unwritten) = {
+    let (session, sink, env, handed) = {
         let mut s = st.borrow_mut();
         if let Some(h) = s.timer.take() {
             web::clear_timeout(h);
@@ -393,8 +389,7 @@ fn finish(st: &Rc<RefCell<State>>) {
             clock_epoch_us: web::clock_epoch_us(),
             wire_timing_read: None,
         };
-        let unwritten = std::mem::take(&mut s.unwritten);
-        (s.session.take(), s.sink.clone(), env, s.handed, unwritten)
+        (s.session.take(), s.sink.clone(), env, s.handed)
     };
     let Some(session) = session else { return };
     (sink.progress)(Progress {
@@ -404,8 +399,7 @@ fn finish(st: &Rc<RefCell<State>>) {
     });
     let url = session.url().to_owned();
     let search = session.search();
-    let mut records = session.finish(now);
-    records.extend(unwritten);
+    let records = session.finish(now);
     wasm_bindgen_futures::spawn_local(async move {
         // Resource Timing entries appear when responses complete; give the last a moment.
         let _ = JsFuture::from(js_sys::Promise::new(&mut |resolve, _| {
@@ -419,7 +413,7 @@ fn finish(st: &Rc<RefCell<State>>) {
             records,
             handed,
             held: Vec::new(),
-            timings,
+            timings: timings.entries,
             env,
             search,
         });
@@ -472,7 +466,6 @@ impl BrowserHost {
                 intervals: Vec::new(),
                 pending: (String::new(), 0),
                 handed: 0,
-                unwritten: Vec::new(),
                 lag: Some(LagMonitor::start(LAG_PROBE_MS)),
                 timer_resolution_us,
             })

@@ -194,13 +194,11 @@ pub async fn checkpoint_records(key: &str) -> Result<Vec<RequestRecord>, String>
     let parts = crate::web::keystore::checkpoint_parts(key).await?;
     let mut out = Vec::new();
     for (n, part) in parts.iter().enumerate() {
-        let text = part
+        let records = part
             .as_string()
-            .ok_or_else(|| format!("part {n} of the run's checkpoint is not text"))?;
-        out.extend(
-            crate::core::json::from_str::<Vec<RequestRecord>>(&text)
-                .map_err(|e| format!("part {n} of the run's checkpoint does not read: {e}"))?,
-        );
+            .and_then(|t| crate::core::json::from_str::<Vec<RequestRecord>>(&t).ok())
+            .ok_or_else(|| format!("Part {n} of the run's checkpoint does not read."))?;
+        out.extend(records);
     }
     Ok(out)
 }

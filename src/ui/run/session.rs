@@ -336,8 +336,11 @@ impl RunSinks {
             ));
         }
         records.append(&mut result.records);
-        crate::core::sort::sort_by_key(&mut records, |r| r.index);
-        std::mem::take(&mut result.timings).attach(&mut records);
+        crate::core::record::sort_by_index(&mut records);
+        crate::web::fetch::ResourceTimings::attach(
+            std::mem::take(&mut result.timings),
+            &mut records,
+        );
         result.records = records;
         Ok(result)
     }

@@ -1296,6 +1296,12 @@ pub fn error_message_from_body(body: &str) -> String {
     }
 }
 
+/// Puts records in dispatch order (their `index`): the one ordering of a run's records,
+/// shared by every place that gathers them.
+pub fn sort_by_index(records: &mut [RequestRecord]) {
+    crate::sort::sort_by_key(records, |r| r.index);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

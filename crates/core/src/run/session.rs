@@ -245,8 +245,8 @@ pub struct RunSession {
     in_flight: InFlightList,
     /// Records completed and not yet taken by the host ([`Self::take_completed`]).
     records: Vec<RequestRecord>,
-    /// Copies of taken records of an SLO search's steps not yet judged (the host took
-    /// them for storage; the step's verdict still needs them).
+    /// An SLO search's copies of its unjudged steps' records (the host may take the
+    /// records for storage; a step's verdict still needs them).
     step_kept: Vec<RequestRecord>,
     phases: Vec<(u32, Phase)>,
     progress: Progress,
@@ -359,7 +359,7 @@ impl RunSession {
                 .and_then(|l| dimension.of(l));
             match (
                 load,
-                crate::search::step_figures(&self.cfg, k, &self.unjudged_records()),
+                crate::search::step_figures(&self.cfg, k, &self.step_kept),
             ) {
                 (Some(load), Some(f)) => {
                     s.record(load, &f);
@@ -368,22 +368,6 @@ impl RunSession {
             }
         }
         Some(s.finish())
-    }
-
-    /// The records an SLO search's unjudged steps may need: those the host has not
-    /// taken, and the copies of those it took.
-    fn unjudged_records(&self) -> std::borrow::Cow<'_, [RequestRecord]> {
-        if self.step_kept.is_empty() {
-            std::borrow::Cow::Borrowed(&self.records[..])
-        } else {
-            std::borrow::Cow::Owned(
-                self.step_kept
-                    .iter()
-                    .chain(&self.records)
-                    .cloned()
-                    .collect(),
-            )
-        }
     }
 
     /// A search's step `k` ended: judges its probe and adds the next, if the rule asks
@@ -402,8 +386,7 @@ impl RunSession {
         else {
             return;
         };
-        let Some(figures) = crate::search::step_figures(&self.cfg, k, &self.unjudged_records())
-        else {
+        let Some(figures) = crate::search::step_figures(&self.cfg, k, &self.step_kept) else {
             return;
         };
         // The step is judged: the copies kept for it are not needed any more.
@@ -1005,6 +988,9 @@ impl RunSession {
             *self.progress.errors.entry(rec.outcome.kind()).or_insert(0) += 1;
         }
         self.progress.tokens += rec.chunk_tokens();
+        if self.search.is_some() {
+            self.step_kept.push(rec.clone());
+        }
         self.records.push(rec);
     }
 
@@ -1093,13 +1079,7 @@ impl RunSession {
     /// in histograms; an SLO search keeps a copy of its current step's records until the
     /// step is judged.
     pub fn take_completed(&mut self) -> Vec<RequestRecord> {
-        let taken = std::mem::take(&mut self.records);
-        if let Some((s, _)) = &self.search {
-            let judged = s.probes();
-            self.step_kept
-                .extend(taken.iter().filter(|r| r.step as usize >= judged).cloned());
-        }
-        taken
+        std::mem::take(&mut self.records)
     }
 
     /// The phase each dispatch was given, in dispatch order (the scheduler's view, which
@@ -1120,7 +1100,7 @@ impl RunSession {
             );
         }
         let mut records = self.records;
-        crate::sort::sort_by_key(&mut records, |r| r.index);
+        crate::record::sort_by_index(&mut records);
         records
     }
 }

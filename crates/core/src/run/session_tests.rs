@@ -269,7 +269,7 @@ fn drive_seeing(
     last(&s);
     let now = net.now;
     taken.extend(s.finish(now));
-    crate::sort::sort_by_key(&mut taken, |r| r.index);
+    crate::record::sort_by_index(&mut taken);
     (taken, phases)
 }
 

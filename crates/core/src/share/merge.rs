@@ -217,7 +217,7 @@ pub fn merge(given: &[Source], created: String) -> Result<ReportBody, MergeError
     for (i, (((title, o), epoch), w)) in sources.iter().zip(&epochs).zip(&windows).enumerate() {
         let dt = epoch - base;
         let mut recs = o.report.body.records.clone();
-        crate::sort::sort_by_key(&mut recs, |r| r.index);
+        crate::record::sort_by_index(&mut recs);
         let count = recs.len();
         for (k, mut r) in recs.into_iter().enumerate() {
             shift(&mut r, dt);
@@ -240,7 +240,7 @@ pub fn merge(given: &[Source], created: String) -> Result<ReportBody, MergeError
                 .map(SourceDocument),
         });
     }
-    crate::sort::sort_by_key(&mut records, |r| r.index);
+    crate::record::sort_by_index(&mut records);
     let common_tokens: u64 = records
         .iter()
         .flat_map(|r| r.chunks.iter())
