@@ -1733,7 +1733,10 @@ mod tests {
         assert_eq!(v.findings.len(), 1, "{:?}", v.findings);
         assert!(v.findings[0].contains("first 4 requests only"));
         // The same records from a host that read every entry: the server hid them.
-        let all = env;
+        let all = ClientEnv {
+            wire_timing_read: None,
+            ..env
+        };
         let v = client_verdict(&records, &summary, all, false);
         assert_eq!(v.protocols.get("unknown"), Some(&4));
         assert!(v.findings.iter().any(|f| f.contains("Timing-Allow-Origin")));
