@@ -1029,7 +1029,7 @@ impl Checkpointer {
 
     /// Every record the file holds, in dispatch order (the run is over and its last
     /// records were appended with `now_us` = `u64::MAX`, so the file is complete).
-    fn read_back(&mut self) -> Result<Vec<RequestRecord>, CliError> {
+    fn read_back(&self) -> Result<Vec<RequestRecord>, CliError> {
         let (cp, torn) = read_checkpoint(&self.path)?;
         if torn || cp.records.len() != self.written {
             return Err(CliError::Report(format!(

@@ -567,13 +567,7 @@ fn an_slo_search_probes_step_by_step_and_finds_the_knee() {
         ("cooldown", "0"),
         ("output_tokens", "16"),
     ]);
-    let plan = crate::search::SearchPlan {
-        dimension: crate::search::SearchDimension::Concurrency,
-        min: 1,
-        max: 32,
-        resolution: 1,
-        targets: vec![crate::search::SloTarget::parse("ttft:p99<=30ms").expect("slo")],
-    };
+    let plan = concurrency_search_plan();
     let mut s = RunSession::new(cfg.clone(), Calibration::default(), [7; 32], 0);
     let mut open = config(&[
         ("load_mode", "open"),
@@ -701,13 +695,7 @@ fn records_taken_as_they_complete_change_nothing() {
         ("measured", "3s"),
         ("cooldown", "0"),
     ]);
-    let plan = crate::search::SearchPlan {
-        dimension: crate::search::SearchDimension::Concurrency,
-        min: 1,
-        max: 32,
-        resolution: 1,
-        targets: vec![crate::search::SloTarget::parse("ttft:p99<=30ms").expect("slo")],
-    };
+    let plan = concurrency_search_plan();
     let run = |drain: bool, search: bool| {
         let mut s = RunSession::new(cfg.clone(), Calibration::default(), [7; 32], 0);
         if search {
@@ -736,6 +724,18 @@ fn records_taken_as_they_complete_change_nothing() {
     }
     let found = run(true, true).2.expect("a search");
     assert_eq!(found.found, Some(4), "{found:?}");
+}
+
+/// A concurrency search from 1 to 32, step 1, for TTFT p99 <= 30 ms (the simulated
+/// server's knee is at 4 slots).
+fn concurrency_search_plan() -> crate::search::SearchPlan {
+    crate::search::SearchPlan {
+        dimension: crate::search::SearchDimension::Concurrency,
+        min: 1,
+        max: 32,
+        resolution: 1,
+        targets: vec![crate::search::SloTarget::parse("ttft:p99<=30ms").expect("slo")],
+    }
 }
 
 fn checkpoint_env() -> ClientEnv {
