@@ -13,7 +13,9 @@
 // Each compared pair runs in turn, four times each, in the order A B B A B A A B (native /
 // node-h2, then minimal / pinbench), and each client's figure pools its four runs: one
 // longer window per client, with the machine's drift shared by both sides. Never a best-of,
-// never a retry. It prints TTFT and inter-chunk error against the truth (p50/p99), the
+// never a retry of a run: the one repeat is a browser launch that never asked for the page
+// (Chromium crashed as it started, before any of pinbench's code ran), once, and printed.
+// It prints TTFT and inter-chunk error against the truth (p50/p99), the
 // report's own aggregate tok/s against the server's truth over the report's window, CPU per
 // token (all the client's processes; the browser's page main thread separately), the page's
 // event-loop lag during pinbench's run and machine load, then asserts the targets
@@ -87,8 +89,11 @@ const MINIMAL_WORKER = `onmessage = async (e) => {
 };`;
 
 let waiting = null;
+// Requests this server answered since the current browser's launch (did it load the page?).
+let served = 0;
 const web = http.createServer((req, res) => {
   const u = new URL(req.url, "http://x");
+  served++;
   const headers = { "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp", "Cache-Control": "no-store", "Access-Control-Allow-Origin": "*" };
   if (u.pathname === "/__bench/collect") {
     if (req.method === "OPTIONS") { res.writeHead(204, { ...headers, "Access-Control-Allow-Headers": "content-type", "Access-Control-Allow-Methods": "POST" }).end(); return; }
@@ -151,7 +156,13 @@ function launchChromium(url) {
   ], { stdio: ["ignore", "ignore", fs.openSync(path.join(dir, "chromium.log"), "w")], detached: true });
   // The page's console (Chromium's log) is kept, to say why a run posted no result.
   const log = () => { try { return fs.readFileSync(path.join(dir, "chromium.log"), "utf8"); } catch { return ""; } };
-  return { pid: child.pid, log, stop: () => { try { process.kill(-child.pid, "SIGKILL"); } catch { /* gone */ } } };
+  // Stopped: its whole process group killed, and its main process gone before the next launch.
+  const exited = new Promise((r) => child.once("exit", r));
+  const stop = async () => {
+    try { process.kill(-child.pid, "SIGKILL"); } catch { /* gone */ }
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+  };
+  return { pid: child.pid, log, stop };
 }
 
 /**
@@ -169,13 +180,27 @@ async function browserRun(url, planned_s) {
       onStage: (name, detail) => { stage = name === "signing" ? "building and signing the report (every request ended)" : `${name}: ${detail.slice(0, 300)}`; stageAt = Date.now(); },
     };
   });
-  chrome = launchChromium(url);
+  // A browser that never asks for the page (Chromium crashed as it started: CI saw its
+  // crash handler write a dump) ran none of pinbench's code and measured nothing: it is
+  // launched again, once, and said so. Anything after the page was asked for is the run's.
+  for (let launch = 1; ; launch++) {
+    served = 0;
+    chrome = launchChromium(url);
+    const asked = await new Promise((r) => { const t0 = Date.now(); const poll = setInterval(() => { if (served > 0 || Date.now() - t0 > LAUNCH_S * 1000) { clearInterval(poll); r(served > 0); } }, 100); });
+    if (asked) break;
+    const log = chrome.log().split("\n").filter((l) => !l.includes("dbus")).slice(-20).join("\n");
+    await chrome.stop();
+    if (launch === 2) throw new Error(`Chromium did not ask for ${url.slice(0, 60)}… within ${LAUNCH_S} s of its launch, twice; its log:\n${log}`);
+    console.log(`  NOTE: Chromium did not ask for the page within ${LAUNCH_S} s of its launch (nothing of pinbench ran); launching it again. Its log:\n${log}`);
+    relaunches.push(url.slice(0, 60));
+    await new Promise((r) => setTimeout(r, 500));
+  }
   const deadline = 60 + planned_s * 3;
   const timeout = new Promise((_, rej) => setTimeout(() => {
     const console_ = chrome.log().split("\n").filter((l) => l.includes("CONSOLE") || (l.includes("ERROR") && !l.includes("dbus"))).slice(-40).join("\n");
     const since = ((Date.now() - stageAt) / 1000).toFixed(0);
     const note = stage === "running" && Date.now() - stageAt > planned_s * 1000 ? ` (past its planned ${planned_s} s)` : "";
-    rej(new Error(`no result from ${url.slice(0, 80)}… in ${deadline} s: stuck ${stage}${note} for ${since} s; the browser's log:\n${console_}`));
+    rej(new Error(`no result from ${url.slice(0, 80)}… in ${deadline} s: stuck ${stage}${note} for ${since} s (the page server answered ${served} requests from this browser); the browser's log:\n${console_}`));
   }, deadline * 1000));
   try {
     const { text, params } = await Promise.race([result, timeout]);
@@ -184,10 +209,14 @@ async function browserRun(url, planned_s) {
     return { text, params, cpu: cpu1.total - c0.total, main: cpu1.main - c0.main, busy: m0 ? (m1.busy - m0.busy) / (m1.all - m0.all) : NaN };
   } finally {
     waiting = null;
-    chrome.stop();
+    await chrome.stop();
     await new Promise((r) => setTimeout(r, 500));
   }
 }
+/** Seconds a launched browser has to ask for the page (it asks within 1 s here). */
+const LAUNCH_S = 20;
+/** Launches that were repeated because the browser never asked for the page. */
+const relaunches = [];
 
 // ---- one run of each client, as raw measurements ------------------------------------------
 const PLANNED_S = 2 + MEASURED_S;
@@ -442,6 +471,7 @@ if (process.env.BASELINE_OUT) {
   fs.writeFileSync(process.env.BASELINE_OUT, JSON.stringify({ measured: new Date().toISOString().slice(0, 10), machine: `${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}`, measured_s: MEASURED_S, figures: Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, Math.round(v * 100) / 100])) }, null, 1) + "\n");
   console.log(`baseline written to ${process.env.BASELINE_OUT}`);
 }
+if (relaunches.length) console.log(`note: ${relaunches.length} browser launch(es) repeated because Chromium never asked for the page: ${relaunches.join(", ")}`);
 if (failures.length) {
   console.error(`\nfidelity bench FAILED:\n${failures.join("\n")}`);
   process.exit(1);
