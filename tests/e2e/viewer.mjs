@@ -203,9 +203,9 @@ try {
   }
   const huge = path.join(tmp, "huge.json");
   fs.writeFileSync(huge, "");
-  fs.truncateSync(huge, 100 * 1024 * 1024);
+  fs.truncateSync(huge, 300 * 1024 * 1024);
   await open(huge);
-  check((await openError()).includes("the viewer opens files up to"), `100 MB file refused before reading: "${(await openError()).slice(0, 90)}"`);
+  check((await openError()).includes("the viewer opens files up to"), `300 MB file refused before reading: "${(await openError()).slice(0, 90)}"`);
   const doc = JSON.parse(text);
   const stripped = { ...doc };
   delete stripped.signature;
