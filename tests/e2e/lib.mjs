@@ -59,9 +59,15 @@ export function serveJson(path = "/report.json") {
   })));
 }
 
-/** Launches headless Debian Chromium (no downloads; the background-networking flags keep it off this machine's closed network). */
-export function launch(extraArgs = []) {
-  return chromium.launch({
+/**
+ * Launches headless Debian Chromium (no downloads; the background-networking flags keep it
+ * off this machine's closed network). Chromium here now and then dies of SIGSEGV as it
+ * starts (its crash handler writes a dump; seen in CI's fidelity bench and in a full run's
+ * viewer bench, never after a page was open): such a launch has run nothing of pinbench
+ * and measured nothing, so it is tried once more, and said so. A second failure throws.
+ */
+export async function launch(extraArgs = []) {
+  const once = () => chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     args: [
       "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -70,6 +76,12 @@ export function launch(extraArgs = []) {
       "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows", ...extraArgs,
     ],
   });
+  try {
+    return await once();
+  } catch (e) {
+    console.log(`NOTE: Chromium failed to start (${String(e.message).split("\n")[0].slice(0, 200)}); launching it again, once.`);
+    return once();
+  }
 }
 
 /** Records console errors, page errors and failed requests of a page. */
